@@ -1,0 +1,1 @@
+"""Benchmarks: mirror-sink against baselines, measured side by side in one run."""

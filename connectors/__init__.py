@@ -1,0 +1,1 @@
+"""Connector plugins in the Kafka Connect sense: MirrorSinkConnector and MirrorSinkTask."""

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# mirror-sink's developer entry point. From a fresh clone:
+#   bash deploy/dev.sh run    start the local source and target clusters and run the demo mirror job
+#   bash deploy/dev.sh test   install everything, then lint, type-check and run the whole test suite
+# Both install what they need first: a virtualenv in .venv with the project and its dev extras
+# (re-installed when pyproject.toml changes) and the Kafka jars from Maven Central (cached once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "dev.sh: $*" >&2; exit 1; }
+
+check_prerequisites() {
+  local py
+  py=$(command -v python3.11 || command -v python3 || true)
+  [ -n "$py" ] || die "Python 3.11+ is required (python3 not found)"
+  "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "Python 3.11+ is required, found $("$py" --version)"
+  command -v java >/dev/null || die "Java 17+ is required to run the local Kafka clusters (java not found)"
+  command -v mvn >/dev/null || die "Maven is required once, to fetch the Kafka jars from Maven Central (mvn not found)"
+  PYTHON=$py
+}
+
+ensure_venv() {
+  check_prerequisites
+  local stamp=.venv/.installed digest
+  digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  if [ ! -x .venv/bin/python ]; then
+    echo "dev.sh: creating .venv with $("$PYTHON" --version)"
+    "$PYTHON" -m venv .venv
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
+    echo "dev.sh: installing mirror-sink and its dev dependencies into .venv"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    echo "$digest" > "$stamp"
+  fi
+  # Fetch the Kafka jars now, so a slow first download shows up as such and not as a test timeout.
+  .venv/bin/python -c 'from mirror_sink.logs import configure_logging; configure_logging(); from mirror_sink.devkafka import KafkaJars; KafkaJars.ensure()'
+}
+
+case "${1:-}" in
+  run)
+    shift
+    ensure_venv
+    exec .venv/bin/mirror-sink demo "$@"
+    ;;
+  test)
+    shift
+    ensure_venv
+    .venv/bin/ruff check .
+    .venv/bin/ruff format --check .
+    .venv/bin/mypy
+    MIRROR_SINK_REQUIRE_KAFKA=1 exec .venv/bin/pytest "$@"
+    ;;
+  *)
+    die "usage: bash deploy/dev.sh run|test [args]"
+    ;;
+esac

@@ -1,0 +1,87 @@
+"""Where the source and target clusters come from: local jars, an existing pair, or testcontainers.
+
+``MIRROR_SINK_KAFKA_BACKEND`` picks one:
+- ``local`` (default): two single-node KRaft clusters from Maven Central jars, bounceable by pid;
+- ``external``: clusters already running at ``MIRROR_SINK_SOURCE_BOOTSTRAP`` and
+  ``MIRROR_SINK_TARGET_BOOTSTRAP`` (tests that bounce brokers cannot run there);
+- ``testcontainers``: two ``apache/kafka`` containers, where a Docker engine exists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from mirror_sink.devkafka.pair import DevClusters
+from mirror_sink.devkafka.paths import kafka_version
+
+
+class KafkaEndpoint(Protocol):
+    """What tests and benchmarks need of a cluster: its name and address."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ExternalCluster:
+    """A cluster this process did not start and cannot bounce."""
+
+    name: str
+    bootstrap: str
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The address given by the environment."""
+        return self.bootstrap
+
+
+def backend_name() -> str:
+    """The configured backend (``local`` unless ``MIRROR_SINK_KAFKA_BACKEND`` says otherwise)."""
+    return os.environ.get("MIRROR_SINK_KAFKA_BACKEND", "local")
+
+
+@contextmanager
+def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
+    """Yield ``(source, target)`` from the configured backend and tear down what it started."""
+    backend = backend_name()
+    if backend == "local":
+        pair = DevClusters(home)
+        pair.up()
+        try:
+            yield pair.source, pair.target
+        finally:
+            pair.down(hard=True)  # test data is thrown away; no need for a clean shutdown
+    elif backend == "external":
+        missing = [
+            v
+            for v in ("MIRROR_SINK_SOURCE_BOOTSTRAP", "MIRROR_SINK_TARGET_BOOTSTRAP")
+            if not os.environ.get(v)
+        ]
+        if missing:
+            raise RuntimeError(f"backend 'external' needs {', '.join(missing)}")
+        yield (
+            ExternalCluster("source", os.environ["MIRROR_SINK_SOURCE_BOOTSTRAP"]),
+            ExternalCluster("target", os.environ["MIRROR_SINK_TARGET_BOOTSTRAP"]),
+        )
+    elif backend == "testcontainers":
+        from testcontainers.kafka import KafkaContainer
+
+        image = os.environ.get("MIRROR_SINK_KAFKA_IMAGE", f"apache/kafka:{kafka_version()}")
+        with ExitStack() as stack:
+            containers = [stack.enter_context(KafkaContainer(image).with_kraft()) for _ in range(2)]
+            yield (
+                ExternalCluster("source", containers[0].get_bootstrap_server()),
+                ExternalCluster("target", containers[1].get_bootstrap_server()),
+            )
+    else:
+        raise RuntimeError(
+            f"MIRROR_SINK_KAFKA_BACKEND={backend!r}: expected local, external or testcontainers"
+        )
