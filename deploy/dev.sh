@@ -29,8 +29,11 @@ ensure_venv() {
   fi
   if [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
     echo "dev.sh: installing mirror-sink and its dev dependencies into .venv"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[dev]'; } \
+        > .venv/pip.log 2>&1; then
+      tail -n 40 .venv/pip.log >&2
+      die "pip install failed (full log: .venv/pip.log)"
+    fi
     echo "$digest" > "$stamp"
   fi
   # Fetch the Kafka jars now, so a slow first download shows up as such and not as a test timeout.

@@ -28,7 +28,7 @@ def test_state_survives_and_version_mismatch_is_refused(tmp_path: Path) -> None:
     cluster._save_state()
     again = LocalKafkaCluster("source", tmp_path / "source", jars)
     assert again.state == cluster.state, "a restart must reuse the same ports and cluster id"
-    with pytest.raises(ClusterStartError, match="formatted by Kafka 4.3.1"):
+    with pytest.raises(ClusterStartError, match=r"formatted by Kafka 4\.3\.1"):
         LocalKafkaCluster("source", tmp_path / "source", KafkaJars("3.9.2", tmp_path / "libs"))
 
 
