@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mirror_sink import __version__, demo
+from mirror_sink import __version__, demo, standalone
 from mirror_sink.devkafka import cli as devkafka_cli
 from mirror_sink.logs import configure_logging
 
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
     sub = parser.add_subparsers(dest="verb", required=True)
     demo.add_parser(sub)
+    standalone.add_parser(sub)
     devkafka_cli.add_parser(sub)
     return parser
 

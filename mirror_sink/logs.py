@@ -13,3 +13,16 @@ def configure_logging(level: str | None = None) -> None:
     logging.basicConfig(
         level=(level or os.environ.get("MIRROR_SINK_LOG_LEVEL", "INFO")).upper(), format=LOG_FORMAT
     )
+
+
+class ContextLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Prefixes every message with its context, e.g. ``[orders-mirror task 0]``."""
+
+    def process(self, msg: object, kwargs: object) -> tuple[str, object]:  # type: ignore[override]
+        """Add the prefix."""
+        return f"[{self.extra['context'] if self.extra else ''}] {msg}", kwargs
+
+
+def context_logger(name: str, context: str) -> ContextLogger:
+    """A logger whose lines say which connector/task they are about."""
+    return ContextLogger(logging.getLogger(name), {"context": context})

@@ -1,0 +1,212 @@
+"""MirrorSinkConnector's configuration: MirrorMaker 2 key names, validated with messages that name the key.
+
+Connect configs are flat string maps. Keys this connector knows are typed fields; client settings pass
+through by prefix, in MM2's naming (librdkafka property names, which match the Java clients' for the
+common ones):
+
+- ``source.cluster.<prop>`` every source client; ``source.cluster.consumer.<prop>`` /
+  ``source.cluster.admin.<prop>`` one of them; ``consumer.<prop>`` the source consumer too;
+- ``target.cluster.<prop>`` every target client; ``target.cluster.producer.<prop>`` /
+  ``target.cluster.consumer.<prop>`` / ``target.cluster.admin.<prop>`` one of them; ``producer.<prop>``
+  the target producer too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mirror_sink.errors import ConfigError
+from mirror_sink.replication_policy import ReplicationPolicy, replication_policy
+from mirror_sink.secrets import mask
+from mirror_sink.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter
+
+log = logging.getLogger(__name__)
+
+CONNECTOR_CLASS = "MirrorSinkConnector"
+CONNECTOR_CLASS_ALIASES = frozenset({CONNECTOR_CLASS, "org.apache.kafka.connect.mirror.MirrorSinkConnector"})
+
+ClientProps = dict[str, str]
+_CLUSTER_PREFIXES = ("source.cluster.", "target.cluster.")
+_CLIENT_ROLES = ("consumer.", "producer.", "admin.")
+# Connect/MM2 keys that make sense for Connect's own connectors but not here; accepted silently.
+_IGNORED_KEYS = frozenset(
+    {"key.converter", "value.converter", "header.converter", "errors.tolerance", "errors.log.enable"}
+)
+
+
+class OffsetFallback(StrEnum):
+    """Where a partition starts when the shadow group has no offset for it."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+    SOURCE_GROUP = "source-group"  # KIP-656: copy the source group's offset once, then own it
+
+
+class MirrorSinkConfig(BaseModel):
+    """A validated MirrorSinkConnector configuration (immutable)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._\-]+$")
+    connector_class: str = Field(CONNECTOR_CLASS, alias="connector.class")
+    connector_type: Literal["sink"] = Field("sink", alias="connector.type")
+    source_alias: str = Field("source", alias="source.cluster.alias", min_length=1)
+    target_alias: str = Field("target", alias="target.cluster.alias", min_length=1)
+    source_bootstrap: str = Field(alias="source.cluster.bootstrap.servers", min_length=1)
+    target_bootstrap: str = Field(alias="target.cluster.bootstrap.servers", min_length=1)
+    topics: str = Field(DEFAULT_TOPICS)
+    topics_exclude: str = Field(DEFAULT_TOPICS_EXCLUDE, alias="topics.exclude")
+    replication_policy_class: str = Field("DefaultReplicationPolicy", alias="replication.policy.class")
+    replication_policy_separator: str = Field(".", alias="replication.policy.separator")
+    tasks_max: int = Field(1, alias="tasks.max", ge=1, le=1000)
+    transaction_producer: bool = Field(True, alias="transaction.producer")
+    shadow_group: str | None = Field(None, alias="shadow.group.id")
+    source_group: str | None = Field(None, alias="source.group.id")
+    source_group_commit_interval_ms: int = Field(10_000, alias="source.group.commit.interval.ms", ge=0)
+    offset_fallback: OffsetFallback = Field(OffsetFallback.EARLIEST, alias="offset.fallback")
+    offset_fallback_group: str | None = Field(None, alias="offset.fallback.group.id")
+    transaction_interval_ms: int = Field(1000, alias="transaction.boundary.interval.ms", ge=10)
+    transaction_max_bytes: int = Field(16 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
+    transaction_timeout_ms: int = Field(60_000, alias="transaction.timeout.ms", ge=1000)
+    refresh_topics_enabled: bool = Field(True, alias="refresh.topics.enabled")
+    refresh_topics_interval_ms: int = Field(600_000, alias="refresh.topics.interval.ms", ge=100)
+    sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")
+    replication_factor: int = Field(-1, alias="replication.factor", ge=-1)
+    client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
+
+    @field_validator("connector_class")
+    @classmethod
+    def _known_class(cls, value: str) -> str:
+        if value not in CONNECTOR_CLASS_ALIASES:
+            raise ValueError(f"unknown connector class {value!r}; this worker runs {CONNECTOR_CLASS}")
+        return value
+
+    # -- parsing -------------------------------------------------------------------------------
+    @classmethod
+    def known_keys(cls) -> set[str]:
+        """The keys with a typed field (their Connect names)."""
+        return {f.alias or n for n, f in cls.model_fields.items() if n != "client_props"}
+
+    @classmethod
+    def _split(cls, props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+        known, client, unknown = {}, {}, []
+        names = cls.known_keys()
+        for key, value in props.items():
+            if key in names:
+                known[key] = value
+            elif key.startswith(_CLUSTER_PREFIXES) or key.startswith(("consumer.", "producer.")):
+                client[key] = str(value)
+            elif key not in _IGNORED_KEYS:
+                unknown.append(key)
+        return known, client, unknown
+
+    @classmethod
+    def errors(cls, props: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Every problem in ``props`` by key (empty when valid): the shape Connect's validate shows."""
+        known, client, _ = cls._split(props)
+        problems: dict[str, list[str]] = {}
+        try:
+            config = cls.model_validate({**known, "client_props": client})
+        except ValidationError as exc:
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"]) or "config"
+                value = known.get(key)
+                shown = "" if value is None else f" {mask({key: value})[key]!r}"
+                msg = "is required" if err["type"] == "missing" else f"invalid value{shown}: {err['msg']}"
+                problems.setdefault(key, []).append(msg)
+            return problems
+        for check in (config.topic_filter, config.replication_policy):
+            try:
+                check()
+            except ConfigError as exc:
+                problems.setdefault(exc.key, []).append(exc.message)
+        return problems
+
+    @classmethod
+    def parse(cls, props: Mapping[str, Any]) -> MirrorSinkConfig:
+        """Validate ``props``; raise ConfigError naming the first bad key (and listing all of them)."""
+        problems = cls.errors(props)
+        if problems:
+            first = next(iter(problems))
+            detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items())
+            raise ConfigError(first, f"{', '.join(problems[first])} (all problems: {detail})")
+        known, client, unknown = cls._split(props)
+        if unknown:
+            log.warning("connector %s: ignoring unknown config keys %s", props.get("name"), sorted(unknown))
+        return cls.model_validate({**known, "client_props": client})
+
+    # -- derived -------------------------------------------------------------------------------
+    def topic_filter(self) -> TopicFilter:
+        """The ``topics`` / ``topics.exclude`` filter."""
+        return TopicFilter.from_config(self.topics, self.topics_exclude)
+
+    def replication_policy(self) -> ReplicationPolicy:
+        """The configured ``replication.policy.class``."""
+        return replication_policy(self.replication_policy_class, self.replication_policy_separator)
+
+    @property
+    def shadow_group_id(self) -> str:
+        """The target-side group holding the source offsets (KIP-656: ``connect-{name}``)."""
+        return self.shadow_group or f"connect-{self.name}"
+
+    @property
+    def source_group_id(self) -> str:
+        """The source-side group that gets informational position commits (for lag tooling)."""
+        return self.source_group or f"connect-{self.name}"
+
+    @property
+    def offset_fallback_group_id(self) -> str:
+        """The source group copied once with ``offset.fallback=source-group``."""
+        return self.offset_fallback_group or self.source_group_id
+
+    def _client(self, cluster: str, role: str, bootstrap: str, shorthand: str | None = None) -> ClientProps:
+        prefix = f"{cluster}.cluster."
+        conf: ClientProps = {"bootstrap.servers": bootstrap}
+        for key, value in self.client_props.items():
+            if key.startswith(prefix):
+                rest = key[len(prefix) :]
+                if not rest.startswith(_CLIENT_ROLES):
+                    conf[rest] = value
+        for key, value in self.client_props.items():
+            if shorthand and key.startswith(shorthand):
+                conf[key[len(shorthand) :]] = value
+        for key, value in self.client_props.items():
+            if key.startswith(f"{prefix}{role}."):
+                conf[key[len(prefix) + len(role) + 1 :]] = value
+        return conf
+
+    def source_consumer(self) -> ClientProps:
+        """User settings of the source consumer (bootstrap, security, overrides)."""
+        return self._client("source", "consumer", self.source_bootstrap, "consumer.")
+
+    def source_admin(self) -> ClientProps:
+        """User settings of the source admin client."""
+        return self._client("source", "admin", self.source_bootstrap)
+
+    def target_producer(self) -> ClientProps:
+        """User settings of the target producer."""
+        return self._client("target", "producer", self.target_bootstrap, "producer.")
+
+    def target_consumer(self) -> ClientProps:
+        """User settings of the target coordination consumer (the shadow-group member)."""
+        return self._client("target", "consumer", self.target_bootstrap)
+
+    def target_admin(self) -> ClientProps:
+        """User settings of the target admin client."""
+        return self._client("target", "admin", self.target_bootstrap)
+
+    def to_props(self) -> dict[str, str]:
+        """The flat Connect form (every key, defaults included), e.g. for task configs."""
+        out = {k: _as_str(v) for k, v in self.model_dump(by_alias=True, exclude_none=True).items()}
+        return {**out, **self.client_props}
+
+
+def _as_str(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

@@ -1,0 +1,58 @@
+"""MirrorSinkConnector: validates the config, provisions target topics, and hands tasks their topics."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.topic_provisioner import TopicMapping, TopicProvisioner
+from mirror_sink import clients
+from mirror_sink.logs import context_logger
+
+log = logging.getLogger(__name__)
+
+
+class MirrorSinkConnector:
+    """The connector half of KIP-656's design: one per connector, whatever the number of tasks.
+
+    Tasks are subscription-based (the shadow group assigns partitions), so every task gets the same
+    topic mappings; ``refresh`` finds new source topics and partitions and provisions them.
+    """
+
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        self.config = MirrorSinkConfig.parse(props)
+        self.log = context_logger(__name__, self.config.name)
+        self.mappings: dict[str, TopicMapping] = {}
+        self._provisioner: TopicProvisioner | None = None
+
+    def start(self) -> dict[str, TopicMapping]:
+        """Connect to both clusters and provision the target topics; returns the mappings."""
+        cfg = self.config
+        self._provisioner = TopicProvisioner(
+            cfg,
+            clients.admin(cfg.source_admin(), client_id=f"{cfg.name}-connector-source"),
+            clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-connector-target"),
+        )
+        self.mappings = self._provisioner.reconcile()
+        self.log.info(
+            "mirroring %d topics from %s to %s: %s",
+            len(self.mappings),
+            cfg.source_alias,
+            cfg.target_alias,
+            ", ".join(f"{m.source_topic}->{m.target_topic}" for m in self.mappings.values()) or "none yet",
+        )
+        return self.mappings
+
+    def refresh(self) -> bool:
+        """Re-discover and provision topics; True when the mappings changed."""
+        if self._provisioner is None:
+            raise RuntimeError("refresh() before start()")
+        mappings = self._provisioner.reconcile()
+        if mappings == self.mappings:
+            return False
+        added = sorted(set(mappings) - set(self.mappings))
+        self.log.info("topic mappings changed (new target topics: %s)", ", ".join(added) or "none")
+        self.mappings = mappings
+        return True

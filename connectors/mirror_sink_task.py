@@ -1,0 +1,468 @@
+"""MirrorSinkTask: consume the source, write the target, commit records and source offsets together.
+
+Ownership comes from a *coordination consumer*: a member of the shadow group on the target,
+subscribed to the mirrored target topics, whose partitions are paused (it never fetches). Owning
+target partition ``T-p`` means mirroring source partition ``S-p``. Each cycle:
+
+    serve the group (rebalances happen here, never inside a cycle)
+    -> consume the source (read_committed) -> produce to the same partition number on the target
+    -> send the next source offsets with the member's group metadata -> commit
+
+The group metadata carries the member's generation, so the coordinator rejects the offsets of a task
+that stalled while its partitions moved on (KIP-447); the transaction then aborts and its records are
+never visible. A new owner reads offsets with ``require_stable``, so it waits for a transaction
+still open on them rather than reading an older offset.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from connectors.topic_provisioner import TopicMapping
+from mirror_sink import clients
+from mirror_sink.committers import (
+    AbortCycle,
+    AtLeastOnceCommitter,
+    Committer,
+    DeliveryTracker,
+    TransactionalCommitter,
+)
+from mirror_sink.errors import TaskFailure
+from mirror_sink.logs import context_logger
+from mirror_sink.record_copier import RecordCopier
+from mirror_sink.stable_offsets import read_stable_offsets
+
+SourceTP = tuple[str, int]
+TargetTP = tuple[str, int]
+
+_CONSUME_BATCH = 5000
+_PROGRESS_INTERVAL_S = 30.0
+
+
+class TaskState(StrEnum):
+    """Kafka Connect's task states."""
+
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+
+@dataclass
+class TaskCounters:
+    """What the task has done, for progress logs and status."""
+
+    records: int = 0
+    bytes: int = 0
+    commits: int = 0
+    aborts: int = 0
+
+
+def task_slot(connector: str, worker_id: str, task_id: int) -> str:
+    """The stable identity of a task slot: its transactional.id and group.instance.id."""
+    return f"{connector}-{worker_id}-{task_id}"
+
+
+class MirrorSinkTask:
+    """One mirroring task; runs in its own thread (``start``/``stop``) or inline (``run``)."""
+
+    def __init__(
+        self,
+        config: MirrorSinkConfig,
+        task_id: int,
+        worker_id: str,
+        mappings: Mapping[str, TopicMapping],
+    ) -> None:
+        self.config = config
+        self.task_id = task_id
+        self.worker_id = worker_id
+        self.slot = task_slot(config.name, worker_id, task_id)
+        self.log = context_logger(__name__, f"{config.name} task {task_id}")
+        self.state = TaskState.UNASSIGNED
+        self.trace: str | None = None
+        self.counters = TaskCounters()
+        self._mappings: dict[str, TopicMapping] = {}
+        self._target_of: dict[str, str] = {}
+        self._set_mappings(mappings)
+        self._pending_mappings: dict[str, TopicMapping] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # Ownership: target partitions the group gave us; source partitions we read, with the
+        # offset committed on the target for each (the rewind point).
+        self._owned: set[TargetTP] = set()
+        self._reading: dict[SourceTP, str] = {}
+        self._committed: dict[SourceTP, int] = {}
+        self._unsaved_start: set[SourceTP] = set()
+        self._cycle_bytes = 0
+        self._next_commit_at = 0.0
+        self._aborting_since: float | None = None
+        self._owner_metadata: object = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Run in a background thread."""
+        self._thread = threading.Thread(target=self.run, name=f"task-{self.slot}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask the task to finish its cycle and leave; wait up to ``timeout`` for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        """True while the task thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def update_topics(self, mappings: Mapping[str, TopicMapping]) -> None:
+        """New topic mappings from the connector; applied between cycles."""
+        with self._lock:
+            self._pending_mappings = dict(mappings)
+
+    def run(self) -> None:
+        """The task body: mirror until stopped; on error end FAILED with the trace."""
+        try:
+            self._open_clients()
+            self.state = TaskState.RUNNING
+            self._loop()
+            self.state = TaskState.STOPPED
+        except Exception as exc:
+            self.state = TaskState.FAILED
+            self.trace = traceback.format_exc()
+            self.log.error("task FAILED: %s", exc, exc_info=not isinstance(exc, TaskFailure))
+            self._abort_quietly()
+        finally:
+            self._close_clients()
+
+    # -- clients -----------------------------------------------------------------------------
+    def _open_clients(self) -> None:
+        cfg = self.config
+        self.deliveries = DeliveryTracker()
+        txn_id = self.slot if cfg.transaction_producer else None
+        self.producer: Producer = clients.target_producer(
+            {**cfg.target_producer(), "on_delivery": self.deliveries},  # type: ignore[dict-item]
+            client_id=f"{self.slot}-producer",
+            transactional_id=txn_id,
+            transaction_timeout_ms=cfg.transaction_timeout_ms,
+        )
+        timeout_s = cfg.transaction_timeout_ms / 1000
+        self.committer: Committer = (
+            TransactionalCommitter(self.producer, self.deliveries, timeout_s)
+            if cfg.transaction_producer
+            else AtLeastOnceCommitter(self.producer, self.deliveries, timeout_s)
+        )
+        self.copier = RecordCopier(self.producer)
+        self.source: Consumer = clients.source_consumer(
+            cfg.source_consumer(), cfg.source_group_id, client_id=f"{self.slot}-source"
+        )
+        self.member: Consumer = clients.coordination_consumer(
+            cfg.target_consumer(), cfg.shadow_group_id, instance_id=self.slot, client_id=f"{self.slot}-member"
+        )
+        self.target_admin: AdminClient = clients.admin(cfg.target_admin(), client_id=f"{self.slot}-admin")
+        self.source_admin: AdminClient = clients.admin(
+            cfg.source_admin(), client_id=f"{self.slot}-source-admin"
+        )
+        # Fence the previous holder of this slot first: its open transaction is aborted now, so the
+        # stable offset reads below need not wait for its timeout.
+        self.committer.start()
+        self._subscribe()
+
+    def _close_clients(self) -> None:
+        for name in ("member", "source"):
+            client = getattr(self, name, None)
+            if client is not None:
+                try:
+                    client.close()
+                except Exception as exc:
+                    self.log.debug("closing %s: %s", name, exc)
+        producer = getattr(self, "producer", None)
+        if producer is not None:
+            producer.flush(5)
+
+    def _abort_quietly(self) -> None:
+        committer = getattr(self, "committer", None)
+        if committer is not None and committer.open:
+            try:
+                committer.abort()
+            except Exception as exc:
+                self.log.warning(
+                    "abort after failure did not complete: %s (the broker aborts it on timeout)", exc
+                )
+
+    def _subscribe(self) -> None:
+        topics = sorted(self._mappings)
+        if not topics:
+            self.log.warning("no topics to mirror yet; waiting for the connector to find some")
+            return
+        self.member.subscribe(
+            topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+        self.log.info("joined shadow group %s for %d target topics", self.config.shadow_group_id, len(topics))
+
+    # -- group callbacks (run inside member.poll, which the loop calls only between cycles) -----
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.assign(partitions)
+        if partitions:
+            consumer.pause(partitions)  # ownership only: this member never fetches the target
+        self._owned = {(tp.topic, tp.partition) for tp in partitions}
+        self.log.info("assigned %d target partitions: %s", len(partitions), _fmt(self._owned))
+        self._sync_reading()
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._give_up(partitions, "revoked")
+        consumer.unassign()
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.log.warning("group membership lost (session expired?); dropping %d partitions", len(partitions))
+        self._give_up(partitions, "lost")
+        consumer.unassign()
+
+    def _give_up(self, partitions: list[TopicPartition], why: str) -> None:
+        if self.committer.open:
+            # Only reachable from close() after a failure: a cycle is never open while the group is served.
+            self.committer.abort()
+        self._owned -= {(tp.topic, tp.partition) for tp in partitions}
+        self.log.info("%s %d target partitions", why, len(partitions))
+        self._sync_reading()
+
+    # -- which source partitions to read, and from where --------------------------------------
+    def _sync_reading(self) -> None:
+        """Make the source assignment match the owned target partitions that exist on the source."""
+        desired: dict[SourceTP, str] = {}
+        for target_topic, p in self._owned:
+            mapping = self._mappings.get(target_topic)
+            if mapping is not None and p < mapping.source_partitions:
+                desired[(mapping.source_topic, p)] = target_topic
+        removed = [tp for tp in self._reading if tp not in desired]
+        if removed:
+            self.source.incremental_unassign([TopicPartition(t, p) for t, p in removed])
+            for tp in removed:
+                del self._reading[tp]
+                self._committed.pop(tp, None)
+                self._unsaved_start.discard(tp)
+        added = {tp: desired[tp] for tp in desired if tp not in self._reading}
+        if not added:
+            return
+        starts = self._start_offsets(added)
+        self.source.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in added])
+        self._reading.update(added)
+        self._committed.update(starts)
+        self.log.info("reading %d source partitions from %s", len(added), _fmt_offsets(starts))
+
+    def _start_offsets(self, added: Mapping[SourceTP, str]) -> dict[SourceTP, int]:
+        """Committed offsets from the shadow group (stable reads); the fallback where there are none."""
+        by_target = {(target, p): (src, p) for (src, p), target in added.items()}
+        stored = read_stable_offsets(
+            self.target_admin,
+            self.config.shadow_group_id,
+            by_target,
+            give_up_after_s=self.config.transaction_timeout_ms / 1000 + 30,
+        )
+        starts: dict[SourceTP, int] = {}
+        missing: list[SourceTP] = []
+        for target_tp, source_tp in by_target.items():
+            offset = stored.get(target_tp)
+            if offset is None:
+                missing.append(source_tp)
+            else:
+                starts[source_tp] = offset
+        if missing:
+            starts.update(self._fallback_offsets(missing))
+            # Save the chosen start at once (next cycle), so a restart cannot resolve "latest" again.
+            self._unsaved_start.update(missing)
+            self._next_commit_at = 0.0
+        return starts
+
+    def _fallback_offsets(self, partitions: list[SourceTP]) -> dict[SourceTP, int]:
+        fallback = self.config.offset_fallback
+        out: dict[SourceTP, int] = {}
+        todo = list(partitions)
+        if fallback is OffsetFallback.SOURCE_GROUP:
+            group = self.config.offset_fallback_group_id
+            copied = read_stable_offsets(self.source_admin, group, todo, give_up_after_s=60)
+            for tp, offset in copied.items():
+                if offset is not None:
+                    out[tp] = offset
+            todo = [tp for tp in todo if tp not in out]
+            if out:
+                self.log.info("copied start offsets once from source group %s: %s", group, _fmt_offsets(out))
+        for topic, p in todo:
+            low, high = self.source.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            # read_committed: "high" is the last stable offset, so "latest" never skips a commit.
+            out[(topic, p)] = high if fallback is OffsetFallback.LATEST else low
+        if todo:
+            self.log.info("no stored offsets for %s; starting at %s", _fmt(todo), fallback.value)
+        return out
+
+    # -- the cycle ----------------------------------------------------------------------------
+    def _loop(self) -> None:
+        cfg = self.config
+        interval_s = cfg.transaction_interval_ms / 1000
+        lag_interval_s = cfg.source_group_commit_interval_ms / 1000
+        next_lag_commit = time.monotonic() + lag_interval_s
+        next_progress = time.monotonic() + _PROGRESS_INTERVAL_S
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if not self.committer.open:
+                self._serve_group()
+                if lag_interval_s and now >= next_lag_commit:
+                    self._commit_source_positions()
+                    next_lag_commit = now + lag_interval_s
+                if now >= next_progress:
+                    self._log_progress()
+                    next_progress = now + _PROGRESS_INTERVAL_S
+            if not self._reading:
+                self.member.poll(0.2) if self._mappings else self._stop.wait(0.2)
+                continue
+            wait = max(0.0, min(0.1, self._next_commit_at - now))
+            messages = self.source.consume(_CONSUME_BATCH, wait)
+            good = [m for m in messages if not self._is_error(m)]
+            if good:
+                self.committer.begin()
+                self._cycle_bytes += self.copier.copy(good, self._target_of)
+                self.counters.records += len(good)
+            if self._cycle_bytes >= cfg.transaction_max_bytes or time.monotonic() >= self._next_commit_at:
+                self._commit_cycle()
+                self._next_commit_at = time.monotonic() + interval_s
+        if self.committer.open:
+            self._commit_cycle()  # graceful stop: finish the cycle rather than throw it away
+        self._commit_source_positions()
+        self._log_progress()
+
+    def _set_mappings(self, mappings: Mapping[str, TopicMapping]) -> None:
+        self._mappings = dict(mappings)
+        self._target_of = {m.source_topic: m.target_topic for m in mappings.values()}
+
+    def _is_error(self, msg: Message) -> bool:
+        err = msg.error()
+        if err is None:
+            return False
+        where = f"{msg.topic()}-{msg.partition()}"
+        if err.code() == KafkaError._AUTO_OFFSET_RESET:
+            raise TaskFailure(
+                f"source partition {where}: the next offset to mirror no longer exists (deleted by retention "
+                f"before it was mirrored?): {err.str()}"
+            )
+        if err.fatal() or err.code() in (
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.GROUP_AUTHORIZATION_FAILED,
+        ):
+            raise TaskFailure(f"reading source partition {where}: {err.str()}")
+        self.log.warning("source consumer error on %s (retrying): %s", where, err.str())
+        return True
+
+    def _commit_cycle(self) -> None:
+        """Commit the open cycle (or save advanced positions), or abort it and rewind."""
+        offsets = self._offsets_to_commit()
+        if not offsets:
+            if self.committer.open:
+                raise TaskFailure("internal error: records produced but no source offset advanced")
+            return
+        try:
+            self.committer.commit(
+                [TopicPartition(t, p, o) for t, p, o in offsets], self.member, self._owner_metadata
+            )
+        except AbortCycle as exc:
+            self._abort_and_rewind(str(exc))
+            return
+        for target, p, offset in offsets:
+            self._committed[(self._mappings[target].source_topic, p)] = offset
+        self._unsaved_start.clear()
+        self._aborting_since = None
+        self.counters.commits += 1
+        self.counters.bytes += self._cycle_bytes
+        self._cycle_bytes = 0
+
+    def _offsets_to_commit(self) -> list[tuple[str, int, int]]:
+        """(target topic, partition, next source offset) for every partition that moved on.
+
+        The source consumer's position is past every record it returned and also past control
+        records and aborted batches, so committing it lets the shadow group reach the source's end
+        offsets exactly.
+        """
+        positions = self.source.position([TopicPartition(t, p) for t, p in self._reading])
+        out = []
+        for tp in positions:
+            key = (tp.topic, tp.partition)
+            committed = self._committed[key]
+            position = tp.offset if tp.offset >= 0 else committed
+            if position > committed or key in self._unsaved_start:
+                out.append((self._reading[key], tp.partition, position))
+        return out
+
+    def _abort_and_rewind(self, reason: str) -> None:
+        self.counters.aborts += 1
+        now = time.monotonic()
+        self._aborting_since = self._aborting_since or now
+        self.log.warning("cycle aborted, rewinding to the committed offsets: %s", reason)
+        self.committer.abort()
+        self._cycle_bytes = 0
+        if self._reading:
+            tps = [TopicPartition(t, p) for t, p in self._reading]
+            self.source.incremental_unassign(tps)
+            self.source.incremental_assign(
+                [TopicPartition(t, p, self._committed[(t, p)]) for t, p in self._reading]
+            )
+        # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
+        # transaction timeout will not.
+        give_up_s = 2 * self.config.transaction_timeout_ms / 1000
+        if now - self._aborting_since > give_up_s:
+            raise TaskFailure(f"every cycle aborted for {now - self._aborting_since:.0f} s; last: {reason}")
+        time.sleep(min(0.1 * (1 + now - self._aborting_since), 2.0))
+
+    def _serve_group(self) -> None:
+        with self._lock:
+            pending, self._pending_mappings = self._pending_mappings, None
+        if pending is not None and pending != self._mappings:
+            resubscribe = set(pending) != set(self._mappings)
+            self._set_mappings(pending)
+            if resubscribe:
+                self._subscribe()
+            self._sync_reading()
+        msg = self.member.poll(0)
+        if msg is not None and msg.error() is not None:
+            err = msg.error()
+            if err is not None and err.fatal():
+                raise TaskFailure(f"shadow group member failed: {err.str()}")
+            self.log.warning("shadow group member: %s", err)
+        # The generation that owns what the next cycle reads: its commit is fenced by it.
+        self._owner_metadata = self.member.consumer_group_metadata()
+
+    def _commit_source_positions(self) -> None:
+        """Informational: the committed positions into the source group, for lag tooling."""
+        if not self._reading or not self.config.source_group_commit_interval_ms:
+            return
+        offsets = [TopicPartition(t, p, self._committed[(t, p)]) for t, p in self._reading]
+        try:
+            self.source.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as exc:
+            self.log.debug("source group commit skipped: %s", exc)
+
+    def _log_progress(self) -> None:
+        c = self.counters
+        self.log.info(
+            "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions",
+            c.records,
+            c.bytes / 1e6,
+            c.commits,
+            c.aborts,
+            len(self._reading),
+        )
+
+
+def _fmt(partitions: Iterable[tuple[str, int]]) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in sorted(partitions)) or "none"
+
+
+def _fmt_offsets(offsets: Mapping[tuple[str, int], int]) -> str:
+    return ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(offsets.items()))

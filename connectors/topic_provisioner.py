@@ -1,0 +1,186 @@
+"""Make every mirrored source topic exist on the target with enough partitions and the right configs.
+
+Offsets are stored under the *target* topic-partition (the broker rejects a transactional offset
+commit for a partition it does not have), and records go to the same partition number, so a target
+topic needs at least the source's partition count before its partitions can be mirrored.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from confluent_kafka.cimpl import NewPartitions, NewTopic
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.errors import TaskFailure
+
+log = logging.getLogger(__name__)
+
+#: Topic configs copied from source to target when set on the source topic (MM2 copies most
+#: non-default configs; these are the ones that change what the target keeps or accepts).
+COPIED_CONFIGS = (
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "max.message.bytes",
+    "compression.type",
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+    "segment.bytes",
+    "segment.ms",
+)
+#: Mirrored records carry the source timestamps; LogAppendTime on the target would overwrite them.
+FORCED_TARGET_CONFIGS = {"message.timestamp.type": "CreateTime"}
+
+_TOPIC_RESOURCE = ConfigResource.Type.TOPIC
+
+
+@dataclass(frozen=True)
+class TopicMapping:
+    """One mirrored topic: its source name and partition count, and its target name."""
+
+    source_topic: str
+    target_topic: str
+    source_partitions: int
+
+
+class TopicProvisioner:
+    """Discovers the source topics to mirror and reconciles their target topics."""
+
+    def __init__(
+        self, config: MirrorSinkConfig, source_admin: AdminClient, target_admin: AdminClient
+    ) -> None:
+        self.config = config
+        self.source_admin = source_admin
+        self.target_admin = target_admin
+        self.topic_filter = config.topic_filter()
+        self.policy = config.replication_policy()
+        self.timeout_s = 30.0
+
+    def _list(self, admin: AdminClient, cluster: str, bootstrap: str) -> dict[str, int]:
+        try:
+            md = admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise TaskFailure(
+                f"{cluster} cluster at {bootstrap} did not answer a metadata request: {exc}"
+            ) from exc
+        out = {}
+        for name, topic in md.topics.items():
+            if topic.error is None:
+                out[name] = len(topic.partitions)
+        return out
+
+    def discover(self) -> dict[str, TopicMapping]:
+        """The source topics that pass the filter, keyed by target topic name."""
+        source = self._list(self.source_admin, "source", self.config.source_bootstrap)
+        mappings: dict[str, TopicMapping] = {}
+        for topic, partitions in sorted(source.items()):
+            if not self.topic_filter.accepts(topic):
+                continue
+            if self.policy.topic_source(topic) == self.config.target_alias:
+                log.debug("skipping %s: it was mirrored from the target (a cycle)", topic)
+                continue
+            target = self.policy.format_remote_topic(self.config.source_alias, topic)
+            if target in mappings:
+                raise TaskFailure(
+                    f"source topics {mappings[target].source_topic!r} and {topic!r} both map to {target!r}"
+                )
+            mappings[target] = TopicMapping(topic, target, partitions)
+        return mappings
+
+    def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        if not topics:
+            return {}
+        futures = self.source_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, t) for t in topics])
+        out: dict[str, dict[str, str]] = {}
+        for resource, future in futures.items():
+            entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+            out[resource.name] = {
+                k: e.value
+                for k, e in entries.items()
+                if k in COPIED_CONFIGS
+                and e.value is not None
+                and e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+            }
+        return out
+
+    def reconcile(self) -> dict[str, TopicMapping]:
+        """Create missing target topics, add missing partitions, sync configs; return the mappings."""
+        mappings = self.discover()
+        existing = self._list(self.target_admin, "target", self.config.target_bootstrap)
+        sync = self.config.sync_topic_configs_enabled
+        to_describe = [m.source_topic for m in mappings.values() if sync or m.target_topic not in existing]
+        configs = self._source_configs(to_describe)
+        missing = [m for m in mappings.values() if m.target_topic not in existing]
+        if missing:
+            self._create(missing, configs)
+        short = [
+            m
+            for m in mappings.values()
+            if m.target_topic in existing and existing[m.target_topic] < m.source_partitions
+        ]
+        if short:
+            self._grow(short, existing)
+        if sync:
+            present = [m for m in mappings.values() if m.target_topic in existing]
+            self._sync_configs(present, configs)
+        return mappings
+
+    def _create(self, missing: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
+        new = [
+            NewTopic(
+                m.target_topic,
+                m.source_partitions,
+                self.config.replication_factor,
+                config={**configs.get(m.source_topic, {}), **FORCED_TARGET_CONFIGS},
+            )
+            for m in missing
+        ]
+        for topic, future in self.target_admin.create_topics(new, operation_timeout=self.timeout_s).items():
+            try:
+                future.result(self.timeout_s)
+                log.info("created target topic %s", topic)
+            except KafkaException as exc:
+                if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
+                    raise TaskFailure(f"cannot create target topic {topic!r}: {exc.args[0].str()}") from exc
+
+    def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
+        parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]
+        for topic, future in self.target_admin.create_partitions(
+            parts, operation_timeout=self.timeout_s
+        ).items():
+            try:
+                future.result(self.timeout_s)
+                log.info("grew target topic %s from %d partitions", topic, existing[topic])
+            except KafkaException as exc:
+                if exc.args[0].code() != exc.args[0].INVALID_PARTITIONS:  # someone else grew it first
+                    raise TaskFailure(
+                        f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
+                    ) from exc
+
+    def _sync_configs(self, present: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
+        if not present:
+            return
+        current = self.target_admin.describe_configs(
+            [ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present]
+        )
+        changes = []
+        for m, (_, future) in zip(present, current.items(), strict=True):
+            entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+            wanted = {**configs.get(m.source_topic, {}), **FORCED_TARGET_CONFIGS}
+            ops = [
+                ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                for k, v in wanted.items()
+                if entries.get(k) is None or entries[k].value != v
+            ]
+            if ops:
+                changes.append(ConfigResource(_TOPIC_RESOURCE, m.target_topic, incremental_configs=ops))
+        if changes:
+            for resource, future in self.target_admin.incremental_alter_configs(changes).items():
+                future.result(self.timeout_s)
+                log.info("synced configs of target topic %s", resource.name)

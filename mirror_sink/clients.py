@@ -1,0 +1,86 @@
+"""confluent-kafka clients with the settings correctness depends on, over the user's own settings."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+# librdkafka settings; Any because the 'logger' entry is a logging.Logger.
+ClientConfig = dict[str, Any]
+
+_librdkafka_log = logging.getLogger("mirror_sink.librdkafka")
+
+
+def _with_logger(user: Mapping[str, Any], forced: Mapping[str, Any]) -> ClientConfig:
+    return {**user, **forced, "logger": _librdkafka_log}
+
+
+def source_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> Consumer:
+    """The source reader: assign()-based, read_committed, never auto-commits.
+
+    ``group_id`` only names the group that receives informational position commits (lag tooling);
+    this consumer never joins it.
+    """
+    return Consumer(
+        _with_logger(
+            {"client.id": client_id, "fetch.wait.max.ms": 100, **user},
+            {
+                "group.id": group_id,
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": False,
+                "auto.offset.reset": "error",  # a start offset is always explicit; never guess
+            },
+        )
+    )
+
+
+def coordination_consumer(
+    user: Mapping[str, str], group_id: str, instance_id: str, client_id: str
+) -> Consumer:
+    """The shadow-group member on the target: it decides ownership and fences commits; it never fetches.
+
+    Static membership (``group.instance.id`` = the task slot) lets a restarted task take its
+    partitions back at once instead of waiting for the dead member's session to expire.
+    """
+    return Consumer(
+        _with_logger(
+            {
+                "client.id": client_id,
+                "partition.assignment.strategy": "roundrobin",
+                "topic.metadata.refresh.interval.ms": 30_000,
+                **user,
+            },
+            {
+                "group.id": group_id,
+                "group.instance.id": instance_id,
+                "isolation.level": "read_committed",
+                # Committing this consumer's (meaningless) target positions would overwrite the
+                # source offsets the shadow group holds.
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+            },
+        )
+    )
+
+
+def target_producer(
+    user: Mapping[str, str], client_id: str, transactional_id: str | None, transaction_timeout_ms: int
+) -> Producer:
+    """The target writer: transactional when ``transactional_id`` is set, idempotent always."""
+    forced: dict[str, object] = {"enable.idempotence": True}
+    if transactional_id is not None:
+        forced |= {"transactional.id": transactional_id, "transaction.timeout.ms": transaction_timeout_ms}
+    return Producer(
+        _with_logger({"client.id": client_id, "linger.ms": 5, "compression.type": "lz4", **user}, forced)
+    )
+
+
+def admin(user: Mapping[str, str], client_id: str) -> AdminClient:
+    """An admin client for ``user``'s cluster."""
+    return AdminClient(_with_logger({"client.id": client_id, **user}, {}))
