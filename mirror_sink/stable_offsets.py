@@ -83,9 +83,7 @@ def read_stable_offsets(
         retry=retry_if_exception_type(_NotYetStable),
         wait=wait_exponential(multiplier=0.05, max=2.0),
         stop=stop_after_delay(give_up_after_s),
-        before_sleep=lambda rs: log.debug(
-            "group %s offsets not stable yet: %s", group, rs.outcome.exception()
-        ),  # type: ignore[union-attr]
+        before_sleep=lambda rs: log.debug("group %s offsets not stable yet: %s", group, rs.outcome),
         reraise=True,
     )
     try:
