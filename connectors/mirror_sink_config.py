@@ -14,7 +14,7 @@ common ones):
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mirror_sink.errors import ConfigError
 from mirror_sink.replication_policy import ReplicationPolicy, replication_policy
 from mirror_sink.secrets import mask
-from mirror_sink.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter
+from mirror_sink.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter, compile_patterns
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class MirrorSinkConfig(BaseModel):
         known, client, _ = cls._split(props)
         problems: dict[str, list[str]] = {}
         try:
-            config = cls.model_validate({**known, "client_props": client})
+            cls.model_validate({**known, "client_props": client})
         except ValidationError as exc:
             for err in exc.errors():
                 key = ".".join(str(p) for p in err["loc"]) or "config"
@@ -119,8 +119,17 @@ class MirrorSinkConfig(BaseModel):
                 shown = "" if value is None else f" {mask({key: value})[key]!r}"
                 msg = "is required" if err["type"] == "missing" else f"invalid value{shown}: {err['msg']}"
                 problems.setdefault(key, []).append(msg)
-            return problems
-        for check in (config.topic_filter, config.replication_policy):
+        # Checks of values that parse as strings whatever else is wrong, so all problems show at once.
+        raw = {k: str(v) for k, v in known.items()}
+        checks: list[Callable[[], object]] = [
+            lambda: compile_patterns("topics", raw.get("topics", DEFAULT_TOPICS), required=True),
+            lambda: compile_patterns("topics.exclude", raw.get("topics.exclude", DEFAULT_TOPICS_EXCLUDE)),
+            lambda: replication_policy(
+                raw.get("replication.policy.class", "DefaultReplicationPolicy"),
+                raw.get("replication.policy.separator", "."),
+            ),
+        ]
+        for check in checks:
             try:
                 check()
             except ConfigError as exc:

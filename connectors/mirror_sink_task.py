@@ -19,12 +19,18 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
 from connectors.topic_provisioner import TopicMapping
@@ -43,6 +49,7 @@ from mirror_sink.stable_offsets import read_stable_offsets
 
 SourceTP = tuple[str, int]
 TargetTP = tuple[str, int]
+RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
 
 _CONSUME_BATCH = 5000
 _PROGRESS_INTERVAL_S = 30.0
@@ -107,6 +114,7 @@ class MirrorSinkTask:
         self._next_commit_at = 0.0
         self._aborting_since: float | None = None
         self._owner_metadata: object = None
+        self._callback_error: Exception | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -168,10 +176,8 @@ class MirrorSinkTask:
         self.member: Consumer = clients.coordination_consumer(
             cfg.target_consumer(), cfg.shadow_group_id, instance_id=self.slot, client_id=f"{self.slot}-member"
         )
-        self.target_admin: AdminClient = clients.admin(cfg.target_admin(), client_id=f"{self.slot}-admin")
-        self.source_admin: AdminClient = clients.admin(
-            cfg.source_admin(), client_id=f"{self.slot}-source-admin"
-        )
+        mode = f"exactly-once, transactional.id {txn_id}" if txn_id else "at-least-once (idempotent producer)"
+        self.log.info("starting in %s mode", mode)
         # Fence the previous holder of this slot first: its open transaction is aborted now, so the
         # stable offset reads below need not wait for its timeout.
         self.committer.start()
@@ -205,11 +211,38 @@ class MirrorSinkTask:
             self.log.warning("no topics to mirror yet; waiting for the connector to find some")
             return
         self.member.subscribe(
-            topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            topics,
+            on_assign=self._guarded(self._on_assign),
+            on_revoke=self._guarded(self._on_revoke),
+            on_lost=self._guarded(self._on_lost),
         )
         self.log.info("joined shadow group %s for %d target topics", self.config.shadow_group_id, len(topics))
 
     # -- group callbacks (run inside member.poll, which the loop calls only between cycles) -----
+    def _guarded(self, callback: RebalanceCallback) -> RebalanceCallback:
+        """Keep a callback's exception for ``_poll_member`` to raise: through librdkafka's C layer it
+        would come out as a non-Exception object that no handler catches."""
+
+        def run(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            try:
+                callback(consumer, partitions)
+            except Exception as exc:
+                self._callback_error = self._callback_error or exc
+
+        return run
+
+    def _poll_member(self, timeout: float) -> None:
+        """Serve the group: rebalance callbacks run here; a callback's failure is raised here."""
+        msg = self.member.poll(timeout)
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+        err = msg.error() if msg is not None else None
+        if err is not None:
+            if err.fatal():
+                raise TaskFailure(f"shadow group member failed: {err.str()}")
+            self.log.warning("shadow group member: %s", err.str())
+
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         consumer.assign(partitions)
         if partitions:
@@ -263,10 +296,7 @@ class MirrorSinkTask:
         """Committed offsets from the shadow group (stable reads); the fallback where there are none."""
         by_target = {(target, p): (src, p) for (src, p), target in added.items()}
         stored = read_stable_offsets(
-            self.target_admin,
-            self.config.shadow_group_id,
-            by_target,
-            give_up_after_s=self.config.transaction_timeout_ms / 1000 + 30,
+            self.member, by_target, give_up_after_s=self.config.transaction_timeout_ms / 1000 + 30
         )
         starts: dict[SourceTP, int] = {}
         missing: list[SourceTP] = []
@@ -289,7 +319,11 @@ class MirrorSinkTask:
         todo = list(partitions)
         if fallback is OffsetFallback.SOURCE_GROUP:
             group = self.config.offset_fallback_group_id
-            copied = read_stable_offsets(self.source_admin, group, todo, give_up_after_s=60)
+            reader = clients.source_consumer(self.config.source_consumer(), group, f"{self.slot}-copy")
+            try:
+                copied = read_stable_offsets(reader, todo, give_up_after_s=60)
+            finally:
+                reader.close()
             for tp, offset in copied.items():
                 if offset is not None:
                     out[tp] = offset
@@ -297,12 +331,30 @@ class MirrorSinkTask:
             if out:
                 self.log.info("copied start offsets once from source group %s: %s", group, _fmt_offsets(out))
         for topic, p in todo:
-            low, high = self.source.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-            # read_committed: "high" is the last stable offset, so "latest" never skips a commit.
+            # Resolved to a real offset now and saved by the next cycle: a restart must not resolve
+            # "latest" again and skip what came between.
+            low, high = self._watermarks(topic, p)
             out[(topic, p)] = high if fallback is OffsetFallback.LATEST else low
         if todo:
             self.log.info("no stored offsets for %s; starting at %s", _fmt(todo), fallback.value)
         return out
+
+    def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """Log start and last stable offset (the consumer is read_committed) of a source partition."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                low, high = self.source.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                return int(low), int(high)
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise TaskFailure(
+                        f"cannot read the offsets of source partition {topic}-{partition}: {exc}"
+                    ) from exc
+                # A partition added moments ago is missing from the consumer's cached metadata until
+                # the next refresh, minutes away: ask for it now.
+                self.source.list_topics(topic, timeout=10)
+                time.sleep(0.2)
 
     # -- the cycle ----------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -322,7 +374,7 @@ class MirrorSinkTask:
                     self._log_progress()
                     next_progress = now + _PROGRESS_INTERVAL_S
             if not self._reading:
-                self.member.poll(0.2) if self._mappings else self._stop.wait(0.2)
+                self._poll_member(0.2) if self._mappings else self._stop.wait(0.2)
                 continue
             wait = max(0.0, min(0.1, self._next_commit_at - now))
             messages = self.source.consume(_CONSUME_BATCH, wait)
@@ -429,12 +481,7 @@ class MirrorSinkTask:
             if resubscribe:
                 self._subscribe()
             self._sync_reading()
-        msg = self.member.poll(0)
-        if msg is not None and msg.error() is not None:
-            err = msg.error()
-            if err is not None and err.fatal():
-                raise TaskFailure(f"shadow group member failed: {err.str()}")
-            self.log.warning("shadow group member: %s", err)
+        self._poll_member(0)
         # The generation that owns what the next cycle reads: its commit is fenced by it.
         self._owner_metadata = self.member.consumer_group_metadata()
 

@@ -105,7 +105,7 @@ class TopicProvisioner:
                 for k, e in entries.items()
                 if k in COPIED_CONFIGS
                 and e.value is not None
-                and e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+                and ConfigSource(e.source) is ConfigSource.DYNAMIC_TOPIC_CONFIG  # an int at run time
             }
         return out
 

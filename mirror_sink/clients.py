@@ -27,7 +27,12 @@ def source_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> C
     """
     return Consumer(
         _with_logger(
-            {"client.id": client_id, "fetch.wait.max.ms": 100, **user},
+            {
+                "client.id": client_id,
+                "fetch.wait.max.ms": 100,
+                "topic.metadata.refresh.interval.ms": 30_000,
+                **user,
+            },
             {
                 "group.id": group_id,
                 "isolation.level": "read_committed",

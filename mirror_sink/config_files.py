@@ -19,12 +19,17 @@ def parse_properties(text: str) -> dict[str, str]:
         if line.endswith("\\") and not line.endswith("\\\\"):
             logical += line[:-1]
             continue
-        logical += line
-        sep = min((i for i in (logical.find("="), logical.find(":")) if i >= 0), default=-1)
-        key, value = (logical[:sep], logical[sep + 1 :]) if sep >= 0 else (logical, "")
-        props[key.strip()] = value.strip()
+        _add_entry(props, logical + line)
         logical = ""
+    if logical:  # a continuation on the last line still ends its entry
+        _add_entry(props, logical)
     return props
+
+
+def _add_entry(props: dict[str, str], entry: str) -> None:
+    sep = min((i for i in (entry.find("="), entry.find(":")) if i >= 0), default=-1)
+    key, value = (entry[:sep], entry[sep + 1 :]) if sep >= 0 else (entry, "")
+    props[key.strip()] = value.strip()
 
 
 def load_connector_config(path: Path) -> dict[str, str]:
@@ -42,8 +47,13 @@ def load_connector_config(path: Path) -> dict[str, str]:
     if not isinstance(doc, dict):
         raise ConfigError("config file", f"{path} must hold a JSON object")
     if isinstance(doc.get("config"), dict):
-        config = {k: str(v) if not isinstance(v, bool) else str(v).lower() for k, v in doc["config"].items()}
+        config = _strings(doc["config"])
         if "name" in doc:
             config.setdefault("name", str(doc["name"]))
         return config
-    return {k: str(v) if not isinstance(v, bool) else str(v).lower() for k, v in doc.items()}
+    return _strings(doc)
+
+
+def _strings(values: dict[str, object]) -> dict[str, str]:
+    """Connect configs are strings: booleans as true/false; a JSON null leaves the key unset."""
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items() if v is not None}

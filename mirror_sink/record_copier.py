@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from confluent_kafka import Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from mirror_sink.errors import TaskFailure
+
+_PARTITION_WAIT_S = 30.0
 
 
 class RecordCopier:
@@ -26,19 +31,36 @@ class RecordCopier:
             key, value = msg.key(), msg.value()
             _, timestamp = msg.timestamp()
             topic = target_topics[cast(str, msg.topic())]
+            partition = cast(int, msg.partition())
             while True:
                 try:
                     produce(
                         topic,
                         value=value,
                         key=key,
-                        partition=cast(int, msg.partition()),
+                        partition=partition,
                         timestamp=max(timestamp, 0),
                         headers=msg.headers(),
                     )
                     break
                 except BufferError:
                     poll(0.05)  # librdkafka's queue is full: let deliveries drain it
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                        raise
+                    self._await_partition(topic, partition)
             produced += (len(key) if key else 0) + (len(value) if value else 0)
         poll(0)
         return produced
+
+    def _await_partition(self, topic: str, partition: int) -> None:
+        """The producer's metadata may lag a partition just added by provisioning: refresh it."""
+        deadline = time.monotonic() + _PARTITION_WAIT_S
+        while time.monotonic() < deadline:
+            md = self.producer.list_topics(topic, timeout=10).topics.get(topic)
+            if md is not None and partition in md.partitions:
+                return
+            time.sleep(0.5)
+        raise TaskFailure(
+            f"target partition {topic}-{partition} does not exist (was the target topic shrunk or deleted?)"
+        )

@@ -42,7 +42,7 @@ class StandaloneRunner:
         next_refresh = time.monotonic() + (refresh_s or 0)
         failed = False
         while not self.stopping.wait(0.5):
-            if any(t.state is TaskState.FAILED for t in self.tasks):
+            if any(t.state is TaskState.FAILED or not t.is_alive() for t in self.tasks):
                 failed = True
                 break
             if refresh_s is not None and time.monotonic() >= next_refresh:

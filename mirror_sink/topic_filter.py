@@ -11,7 +11,8 @@ DEFAULT_TOPICS = ".*"
 DEFAULT_TOPICS_EXCLUDE = r".*[\-\.]internal, .*\.replica, __.*"
 
 
-def _compile(key: str, value: str) -> list[re.Pattern[str]]:
+def compile_patterns(key: str, value: str, *, required: bool = False) -> list[re.Pattern[str]]:
+    """The comma-separated names/regexes of config ``key``; ConfigError naming the key if invalid."""
     patterns = []
     for item in (s.strip() for s in value.split(",")):
         if not item:
@@ -20,6 +21,8 @@ def _compile(key: str, value: str) -> list[re.Pattern[str]]:
             patterns.append(re.compile(item))
         except re.error as exc:
             raise ConfigError(key, f"invalid regular expression {item!r}: {exc}") from exc
+    if required and not patterns:
+        raise ConfigError(key, "must name at least one topic or regex")
     return patterns
 
 
@@ -37,10 +40,8 @@ class TopicFilter:
     @classmethod
     def from_config(cls, topics: str, topics_exclude: str) -> TopicFilter:
         """Build from the comma-separated ``topics`` and ``topics.exclude`` values."""
-        include = _compile("topics", topics)
-        if not include:
-            raise ConfigError("topics", "must name at least one topic or regex")
-        return cls(tuple(include), tuple(_compile("topics.exclude", topics_exclude)))
+        include = compile_patterns("topics", topics, required=True)
+        return cls(tuple(include), tuple(compile_patterns("topics.exclude", topics_exclude)))
 
     def accepts(self, topic: str, *, internal: bool = False) -> bool:
         """True when ``topic`` is to be mirrored."""

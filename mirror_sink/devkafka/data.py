@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Producer,
@@ -156,10 +155,10 @@ def produce(bootstrap: str, topic: str, records: Iterable[Rec], spec: ProduceSpe
 def produce_transactions(
     bootstrap: str,
     topic: str,
-    transactions: Sequence[tuple[Sequence[Rec], bool]],
+    transactions: Iterable[tuple[Sequence[Rec], bool]],
     spec: ProduceSpec,
 ) -> None:
-    """Write each ``(records, commit)`` pair as one transaction, committed or aborted."""
+    """Write each ``(records, commit)`` pair as one transaction, committed or aborted (lazily)."""
     if not spec.transactional_id:
         raise ValueError("produce_transactions needs spec.transactional_id")
     producer = Producer(spec.producer_config(bootstrap))
@@ -235,10 +234,12 @@ def read_all(
 def committed_offsets(
     bootstrap: str, group: str, partitions: Sequence[tuple[str, int]], timeout: float = 30.0
 ) -> dict[tuple[str, int], int]:
-    """The group's committed offsets, read with ``require_stable`` (waits out pending transactions)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    req = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
-    res = admin.list_consumer_group_offsets([req], require_stable=True, request_timeout=timeout)[
-        group
-    ].result()
-    return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions}
+    """The group's committed offsets (-1001 where none), read stable (pending transactions waited out)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"}
+    )
+    try:
+        got = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout)
+    finally:
+        consumer.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in got}

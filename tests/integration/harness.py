@@ -1,0 +1,302 @@
+"""Helpers for integration tests: run the mirror as a real process, wait for things, compare clusters."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError
+
+from mirror_sink.devkafka.backends import KafkaEndpoint
+from mirror_sink.devkafka.data import (
+    ProduceSpec,
+    Rec,
+    committed_offsets,
+    end_offsets,
+    produce_transactions,
+    read_all,
+    rec_from_message,
+)
+
+# Short timers so rebalances, refreshes and cycles happen within a test's patience.
+FAST_SETTINGS = {
+    "transaction.boundary.interval.ms": "200",
+    "refresh.topics.interval.ms": "1000",
+    "source.group.commit.interval.ms": "1000",
+    "transaction.timeout.ms": "20000",
+    "target.cluster.consumer.session.timeout.ms": "6000",
+    "target.cluster.consumer.heartbeat.interval.ms": "1000",
+    "target.cluster.consumer.topic.metadata.refresh.interval.ms": "1000",
+}
+
+
+def mirror_config(
+    name: str, source: KafkaEndpoint, target: KafkaEndpoint, topics: str, **overrides: str
+) -> dict[str, str]:
+    """A connector config for tests: fast timers, the given clusters and topics."""
+    return {
+        "name": name,
+        "connector.class": "MirrorSinkConnector",
+        "source.cluster.bootstrap.servers": source.bootstrap_servers,
+        "target.cluster.bootstrap.servers": target.bootstrap_servers,
+        "topics": topics,
+        **FAST_SETTINGS,
+        **{k.replace("__", "."): v for k, v in overrides.items()},
+    }
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:
+    """Poll ``predicate`` until true, or fail the test saying ``what`` did not happen."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+class MirrorProcess:
+    """``mirror-sink run`` in a child process, with its own log file; signalled by its own pid."""
+
+    def __init__(self, config: dict[str, str], worker_id: str, workdir: Path) -> None:
+        self.config = config
+        self.worker_id = worker_id
+        self.workdir = workdir
+        self.config_path = workdir / f"{config['name']}-{worker_id}.json"
+        self.log_path = workdir / f"{config['name']}-{worker_id}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        workdir.mkdir(parents=True, exist_ok=True)
+
+    def start(self) -> MirrorProcess:
+        """Launch (or relaunch) the process with the same worker id."""
+        self.config_path.write_text(json.dumps({"name": self.config["name"], "config": self.config}))
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "mirror_sink.cli",
+                    "run",
+                    str(self.config_path),
+                    "--worker-id",
+                    self.worker_id,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "MIRROR_SINK_LOG_LEVEL": "INFO"},
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        """The child's pid."""
+        assert self.proc is not None
+        return self.proc.pid
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the mirror process only."""
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the process to exit; its exit code."""
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait (SIGKILL if it does not stop in time)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGCONT)  # in case a test left it stopped
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(
+                f"mirror {self.worker_id} ignored SIGTERM for {timeout} s\n{self.log_tail()}"
+            ) from None
+
+    def kill(self) -> None:
+        """SIGKILL: a crash at an arbitrary point."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        """Everything the process logged."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the log, for assertion messages."""
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+def payload(topic_tag: str, partition: int, seq: int, size: int = 200) -> bytes:
+    """A JSON-like value that names its origin, so a duplicate or a loss is easy to read."""
+    body = f'{{"src":"{topic_tag}","p":{partition},"seq":{seq},"pad":"'
+    return (body + "x" * max(0, size - len(body) - 2) + '"}').encode()
+
+
+class TransactionalLoad:
+    """Writes numbered records in transactions (every ``abort_every``-th aborted), in a thread."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        total: int,
+        *,
+        per_txn: int = 100,
+        abort_every: int = 5,
+        compression: str = "lz4",
+        pause_s: float = 0.0,
+        txn_id: str,
+    ) -> None:
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.total, self.per_txn, self.abort_every = total, per_txn, abort_every
+        self.spec = ProduceSpec(compression=compression, transactional_id=txn_id)
+        self.pause_s = pause_s
+        self.committed = 0
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"load-{topic}", daemon=True)
+
+    def _batches(self) -> Iterator[tuple[list[Rec], bool]]:
+        seq, txn = 0, 0
+        while self.committed < self.total:
+            txn += 1
+            commit = txn % self.abort_every != 0
+            records = [
+                Rec(
+                    f"k{(seq + i) % 97}".encode(),
+                    payload(self.topic, (seq + i) % self.partitions, seq + i),
+                    (("seq", str(seq + i).encode()),),
+                    1_700_000_000_000 + seq + i,
+                    (seq + i) % self.partitions,
+                )
+                for i in range(self.per_txn)
+            ]
+            seq += self.per_txn
+            yield records, commit
+            # Resumed: the transaction just yielded is complete.
+            if commit:
+                self.committed += len(records)
+            if self.pause_s:
+                time.sleep(self.pause_s)
+
+    def _run(self) -> None:
+        try:
+            produce_transactions(self.bootstrap, self.topic, self._batches(), self.spec)
+        except BaseException as exc:
+            self.error = exc
+
+    def start(self) -> TransactionalLoad:
+        """Begin writing in the background."""
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float) -> None:
+        """Wait until every record is written; re-raise the writer's error."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise AssertionError(f"load on {self.topic} did not finish in {timeout} s")
+        if self.error is not None:
+            raise self.error
+
+
+class LiveReader:
+    """A read_committed consumer on the target that collects everything while the test runs."""
+
+    def __init__(self, bootstrap: str, topics: Sequence[str], group: str) -> None:
+        self.records: dict[tuple[str, int], list[Rec]] = {}
+        self._stop = threading.Event()
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
+        self._topics = list(topics)
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="live-reader", daemon=True)
+
+    def _run(self) -> None:
+        self._consumer.subscribe(self._topics)
+        while not self._stop.is_set():
+            for msg in self._consumer.consume(1000, 0.2):
+                err = msg.error()
+                if err is not None:
+                    if err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        self.errors.append(err.str())
+                    continue
+                rec = rec_from_message(msg)
+                self.records.setdefault((msg.topic() or "", rec.partition), []).append(rec)
+        self._consumer.close()
+
+    def count(self) -> int:
+        """Records seen so far."""
+        return sum(len(v) for v in self.records.values())
+
+    def start(self) -> LiveReader:
+        """Begin reading in the background."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop reading."""
+        self._stop.set()
+        self._thread.join(30)
+
+
+def contents(records: Sequence[Rec]) -> list[tuple[object, ...]]:
+    """What mirroring preserves, in order."""
+    return [r.content() for r in records]
+
+
+def assert_exact_mirror(
+    source: KafkaEndpoint, source_topic: str, target: KafkaEndpoint, target_topic: str, group: str
+) -> int:
+    """Target == source, record for record, per partition; shadow offsets == source end offsets."""
+    src = read_all(source.bootstrap_servers, source_topic)
+    tgt = read_all(target.bootstrap_servers, target_topic)
+    for p, records in src.items():
+        got = tgt.get(p, [])
+        assert len(got) == len(records), f"{target_topic}-{p}: {len(got)} records, source has {len(records)}"
+        assert contents(got) == contents(records), f"{target_topic}-{p}: content or order differs"
+    ends = end_offsets(source.bootstrap_servers, source_topic)
+    stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
+    assert stored == {(target_topic, p): e for p, e in ends.items()}, (
+        "shadow group offsets != source end offsets"
+    )
+    return sum(len(r) for r in src.values())
+
+
+def shadow_caught_up(
+    source: KafkaEndpoint, source_topic: str, target: KafkaEndpoint, target_topic: str, group: str
+) -> bool:
+    """True once the shadow group holds the source end offset of every partition."""
+    ends = end_offsets(source.bootstrap_servers, source_topic)
+    try:
+        stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
+    except Exception:
+        return False
+    return all(stored.get((target_topic, p)) == e for p, e in ends.items())

@@ -1,0 +1,306 @@
+"""MirrorSinkTask end to end on the real clusters: what is copied, where, and what is refused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from functools import partial
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewPartitions
+
+from mirror_sink.devkafka.backends import KafkaEndpoint
+from mirror_sink.devkafka.data import (
+    ProduceSpec,
+    Rec,
+    committed_offsets,
+    create_topic,
+    end_offsets,
+    produce,
+    produce_transactions,
+    read_all,
+)
+from mirror_sink.devkafka.jars import KafkaJars
+from tests.integration.conftest import MirrorFactory
+from tests.integration.harness import (
+    assert_exact_mirror,
+    contents,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
+
+Unique = Callable[[str], str]
+
+
+def tricky_records(partitions: int, n: int = 120, *, null_keys: bool = True) -> list[Rec]:
+    """Keys and null keys, tombstones, several and null-valued headers, explicit timestamps."""
+    out = []
+    for i in range(n):
+        key = None if null_keys and i % 7 == 0 else f"key-{i}".encode()
+        value = None if i % 11 == 0 else f'{{"i": {i}}}'.encode()
+        headers = (("a", b"1"), ("b", None), ("a", f"{i}".encode())) if i % 3 else ()
+        out.append(Rec(key, value, headers, 1_600_000_000_000 + i * 1000, i % partitions))
+    return out
+
+
+@pytest.mark.parametrize("policy", ["DefaultReplicationPolicy", "IdentityReplicationPolicy"])
+def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, policy: str
+) -> None:
+    name, topic = unique("basic"), unique("orders")
+    target_topic = f"source.{topic}" if policy.startswith("Default") else topic
+    create_topic(source.bootstrap_servers, topic, 3)
+    records = tricky_records(3)
+    produce_transactions(
+        source.bootstrap_servers,
+        topic,
+        [
+            (records[:60], True),
+            ([Rec(b"aborted", b"never", partition=p) for p in range(3)], False),
+            (records[60:], True),
+        ],
+        ProduceSpec(transactional_id=unique("tx"), compression="zstd"),
+    )
+    proc = mirror(mirror_config(name, source, target, topic, **{"replication.policy.class": policy})).start()
+    try:
+        group = f"connect-{name}"
+        wait_until(
+            lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "the mirror to catch up"
+        )
+        assert_exact_mirror(source, topic, target, target_topic, group)
+        mirrored = read_all(target.bootstrap_servers, target_topic)
+        assert all(r.value != b"never" for recs in mirrored.values() for r in recs)
+        assert sum(1 for recs in mirrored.values() for r in recs if r.value is None) == len(
+            [r for r in records if r.value is None]
+        ), "tombstones must stay tombstones"
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+
+def test_every_codec_and_the_target_topic_settings(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, prefix = unique("codecs"), unique("codec")
+    codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
+    for codec in codecs:
+        topic = f"{prefix}-{codec}"
+        config = {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": "315360000000",
+            "max.message.bytes": "2000000",
+        }
+        create_topic(source.bootstrap_servers, topic, 2, config)
+        produce(
+            source.bootstrap_servers,
+            topic,
+            tricky_records(2, 200, null_keys=False),
+            ProduceSpec(compression=codec),
+        )
+    proc = mirror(mirror_config(name, source, target, rf"{prefix}-.*")).start()
+    try:
+        group = f"connect-{name}"
+        for codec in codecs:
+            topic = f"{prefix}-{codec}"
+            wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 60, topic)
+            assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+        from confluent_kafka.admin import ConfigResource
+
+        admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+        res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{prefix}-lz4")
+        configs = admin.describe_configs([res])[res].result(30)
+        assert configs["cleanup.policy"].value == "compact,delete"
+        assert configs["retention.ms"].value == "315360000000"
+        assert configs["max.message.bytes"].value == "2000000"
+        assert configs["message.timestamp.type"].value == "CreateTime"
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+
+def test_new_topics_and_partitions_are_mirrored_on_the_fly(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, prefix = unique("grow"), unique("grow")
+    first, second = f"{prefix}-a", f"{prefix}-b"
+    create_topic(source.bootstrap_servers, first, 2)
+    produce(source.bootstrap_servers, first, tricky_records(2, 50))
+    proc = mirror(mirror_config(name, source, target, rf"{prefix}-.*")).start()
+    group = f"connect-{name}"
+    try:
+        wait_until(
+            lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 60, "first topic"
+        )
+        admin = AdminClient({"bootstrap.servers": source.bootstrap_servers})
+        admin.create_partitions([NewPartitions(first, 4)])[first].result(30)
+        create_topic(source.bootstrap_servers, second, 3)
+        produce(source.bootstrap_servers, first, tricky_records(4, 80))
+        produce(source.bootstrap_servers, second, tricky_records(3, 60))
+        wait_until(
+            lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 90, "grown topic"
+        )
+        wait_until(
+            lambda: shadow_caught_up(source, second, target, f"source.{second}", group), 90, "new topic"
+        )
+        assert_exact_mirror(source, first, target, f"source.{first}", group)
+        assert_exact_mirror(source, second, target, f"source.{second}", group)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+
+def test_shadow_group_and_source_lag_are_visible_to_kafka_tooling(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, topic = unique("tooling"), unique("tooling")
+    create_topic(source.bootstrap_servers, topic, 2)
+    produce(source.bootstrap_servers, topic, tricky_records(2, 40))
+    proc = mirror(mirror_config(name, source, target, topic)).start()
+    group = f"connect-{name}"
+    try:
+        wait_until(lambda: shadow_caught_up(source, topic, target, f"source.{topic}", group), 60, "catch up")
+        ends = end_offsets(source.bootstrap_servers, topic)
+        # KIP-656's informational commits: the source group shows the mirrored positions (lag 0).
+        wait_until(
+            lambda: (
+                committed_offsets(source.bootstrap_servers, group, [(topic, p) for p in ends])
+                == {(topic, p): e for p, e in ends.items()}
+            ),
+            30,
+            "source-side lag commits",
+        )
+        jars = KafkaJars.ensure()
+        out = subprocess.run(
+            ["java", "-cp", jars.classpath, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+             "--bootstrap-server", target.bootstrap_servers, "--describe", "--group", group],
+            capture_output=True, text=True, timeout=120, check=True,
+        ).stdout  # fmt: skip
+        rows = [line.split() for line in out.splitlines() if f"source.{topic}" in line]
+        assert {(int(r[2]), int(r[3])) for r in rows} == set(ends.items()), out
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+
+def test_offset_fallback_latest_and_copy_once_from_a_source_group(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    latest_topic, copied_topic = unique("fb-latest"), unique("fb-copy")
+    for topic in (latest_topic, copied_topic):
+        create_topic(source.bootstrap_servers, topic, 2)
+        produce(
+            source.bootstrap_servers, topic, [Rec(b"old", b"old-%d" % i, partition=i % 2) for i in range(20)]
+        )
+    legacy = unique("legacy-group")
+    c = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": legacy})
+    c.commit(
+        offsets=[TopicPartition(copied_topic, 0, 4), TopicPartition(copied_topic, 1, 6)], asynchronous=False
+    )
+    c.close()
+
+    latest = mirror(
+        mirror_config(unique("latest"), source, target, latest_topic, **{"offset.fallback": "latest"})
+    ).start()
+    copied = mirror(
+        mirror_config(
+            unique("copied"),
+            source,
+            target,
+            copied_topic,
+            **{"offset.fallback": "source-group", "offset.fallback.group.id": legacy},
+        )
+    ).start()
+    try:
+        latest_group = f"connect-{latest.config['name']}"
+        # The resolved "latest" start is saved at once, so records written from now on are all mirrored.
+        wait_until(
+            lambda: (
+                committed_offsets(target.bootstrap_servers, latest_group, [(f"source.{latest_topic}", 0)])
+                == {(f"source.{latest_topic}", 0): 10}
+            ),
+            60,
+            "the latest start offsets to be saved",
+        )
+        produce(
+            source.bootstrap_servers,
+            latest_topic,
+            [Rec(b"new", b"new-%d" % i, partition=i % 2) for i in range(6)],
+        )
+        wait_until(
+            lambda: shadow_caught_up(source, latest_topic, target, f"source.{latest_topic}", latest_group),
+            60,
+            "latest",
+        )
+        got = read_all(target.bootstrap_servers, f"source.{latest_topic}")
+        assert sorted(r.value for rs in got.values() for r in rs if r.value) == sorted(
+            b"new-%d" % i for i in range(6)
+        )
+
+        copied_group = f"connect-{copied.config['name']}"
+        wait_until(
+            lambda: shadow_caught_up(source, copied_topic, target, f"source.{copied_topic}", copied_group),
+            60,
+            "copy",
+        )
+        src = read_all(source.bootstrap_servers, copied_topic)
+        got = read_all(target.bootstrap_servers, f"source.{copied_topic}")
+        assert contents(got[0]) == contents(src[0][4:]) and contents(got[1]) == contents(src[1][6:])
+    finally:
+        assert latest.stop() == 0, latest.log_tail()
+        assert copied.stop() == 0, copied.log_tail()
+
+
+def test_at_least_once_mode_commits_offsets_after_delivery(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, topic = unique("alo"), unique("alo")
+    create_topic(source.bootstrap_servers, topic, 3)
+    produce(source.bootstrap_servers, topic, tricky_records(3, 300), ProduceSpec(compression="snappy"))
+    proc = mirror(mirror_config(name, source, target, topic, **{"transaction.producer": "false"})).start()
+    group = f"connect-{name}"
+    try:
+        wait_until(lambda: shadow_caught_up(source, topic, target, f"source.{topic}", group), 60, "catch up")
+        assert_exact_mirror(source, topic, target, f"source.{topic}", group)  # a clean run has no duplicates
+        assert "at-least-once (idempotent producer) mode" in proc.log_text()
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+
+def test_bad_config_exits_naming_the_key(
+    source: KafkaEndpoint, target: KafkaEndpoint, mirror: MirrorFactory
+) -> None:
+    bad = {"tasks.max": "many", "source.cluster.sasl.password": "s3cr3t"}
+    proc = mirror(mirror_config("badconf", source, target, "x", **bad)).start()
+    assert proc.wait(60) == 2
+    log = proc.log_text()
+    assert "tasks.max" in log and "many" in log, log
+    assert "s3cr3t" not in log
+
+
+def test_unreachable_source_fails_with_the_address(target: KafkaEndpoint, mirror: MirrorFactory) -> None:
+    class Nowhere:
+        name = "source"
+        bootstrap_servers = "127.0.0.1:1"
+
+    proc = mirror(mirror_config("nowhere", Nowhere(), target, "x")).start()
+    assert proc.wait(120) == 1
+    assert "source cluster at 127.0.0.1:1 did not answer" in proc.log_text(), proc.log_tail()
+
+
+def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, topic = unique("toolarge"), unique("toolarge")
+    create_topic(source.bootstrap_servers, topic, 1)
+    create_topic(target.bootstrap_servers, topic, 1, {"max.message.bytes": "2000"})
+    # Random bytes: compression must not shrink the record under the limit.
+    produce(source.bootstrap_servers, topic, [Rec(b"small", b"s" * 10), Rec(b"big", os.urandom(20_000))])
+    identity = {"replication.policy.class": "IdentityReplicationPolicy"}
+    proc = mirror(mirror_config(name, source, target, topic, **identity)).start()
+    assert proc.wait(120) == 1, proc.log_tail()
+    log = proc.log_text()
+    assert "FAILED" in log and f"{topic}-0" in log and "too large" in log.lower(), log
+    assert read_all(target.bootstrap_servers, topic) == {0: []}, (
+        "nothing of the failed transaction is visible"
+    )
+    assert committed_offsets(target.bootstrap_servers, f"connect-{name}", [(topic, 0)]) == {(topic, 0): -1001}

@@ -1,0 +1,125 @@
+"""Target topic naming: DefaultReplicationPolicy and IdentityReplicationPolicy."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from mirror_sink.errors import ConfigError
+from mirror_sink.replication_policy import (
+    DefaultReplicationPolicy,
+    IdentityReplicationPolicy,
+    replication_policy,
+)
+
+FQCN = "org.apache.kafka.connect.mirror."
+
+
+def test_default_prefixes_alias_and_separator() -> None:
+    policy = replication_policy("DefaultReplicationPolicy", ".")
+    assert policy.format_remote_topic("us-east", "orders") == "us-east.orders"
+    assert policy.topic_source("us-east.orders") == "us-east"
+
+
+@pytest.mark.parametrize(
+    ("separator", "remote"),
+    [(".", "src.orders.v1"), ("_", "src_orders.v1"), ("-", "src-orders.v1"), ("::", "src::orders.v1")],
+)
+def test_default_with_custom_separator(separator: str, remote: str) -> None:
+    policy = replication_policy("DefaultReplicationPolicy", separator)
+    assert policy == DefaultReplicationPolicy(separator)
+    assert policy.format_remote_topic("src", "orders.v1") == remote
+    assert policy.topic_source(remote) == "src"
+
+
+def test_default_topic_source_of_local_topics_is_none() -> None:
+    policy = DefaultReplicationPolicy()
+    assert policy.topic_source("orders") is None
+    assert policy.topic_source(".orders") is None, "an empty prefix is not an alias"
+    assert DefaultReplicationPolicy("_").topic_source("us-east.orders") is None
+
+
+def test_default_topic_source_is_the_first_segment() -> None:
+    """``a.b.orders`` was mirrored from ``a`` (the outermost hop), as in MM2."""
+    assert DefaultReplicationPolicy().topic_source("a.b.orders") == "a"
+
+
+def test_identity_keeps_names_and_knows_no_source() -> None:
+    policy = replication_policy("IdentityReplicationPolicy", ".")
+    assert isinstance(policy, IdentityReplicationPolicy)
+    assert policy.format_remote_topic("us-east", "orders") == "orders"
+    assert policy.topic_source("us-east.orders") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("DefaultReplicationPolicy", DefaultReplicationPolicy),
+        (FQCN + "DefaultReplicationPolicy", DefaultReplicationPolicy),
+        ("IdentityReplicationPolicy", IdentityReplicationPolicy),
+        (FQCN + "IdentityReplicationPolicy", IdentityReplicationPolicy),
+    ],
+)
+def test_short_and_fully_qualified_names_are_accepted(name: str, kind: type) -> None:
+    assert isinstance(replication_policy(name, "."), kind)
+
+
+def test_fqcn_default_policy_uses_the_separator() -> None:
+    policy = replication_policy(FQCN + "DefaultReplicationPolicy", "_")
+    assert policy.format_remote_topic("src", "orders") == "src_orders"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Foo", "defaultreplicationpolicy", "com.example.DefaultReplicationPolicy", FQCN + "Foo", ""],
+)
+def test_unknown_policy_names_replication_policy_class(name: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        replication_policy(name, ".")
+    assert info.value.key == "replication.policy.class"
+    assert str(info.value).startswith("replication.policy.class:")
+
+
+def test_empty_separator_is_refused_for_default_policy() -> None:
+    with pytest.raises(ConfigError) as info:
+        replication_policy("DefaultReplicationPolicy", "")
+    assert info.value.key == "replication.policy.separator"
+
+
+def test_identity_policy_ignores_the_separator() -> None:
+    assert isinstance(replication_policy("IdentityReplicationPolicy", ""), IdentityReplicationPolicy)
+
+
+@given(
+    separator=st.sampled_from([".", "_", "-", "#"]),
+    alias=st.text(min_size=1),
+    topic=st.text(),
+)
+def test_default_topic_source_inverts_format(separator: str, alias: str, topic: str) -> None:
+    assume(separator not in alias)
+    policy = DefaultReplicationPolicy(separator)
+    assert policy.topic_source(policy.format_remote_topic(alias, topic)) == alias
+
+
+@given(
+    separator=st.text(min_size=1, max_size=3),
+    alias=st.text(min_size=1),
+    topic=st.text(),
+)
+def test_default_topic_source_inverts_format_multichar_separator(
+    separator: str, alias: str, topic: str
+) -> None:
+    """With a multi-character separator the alias must also not end in a prefix of it.
+
+    e.g. alias ``a-`` with separator ``--`` gives ``a---x``, whose first separator starts inside the alias.
+    """
+    assume(separator not in alias + separator[:-1])
+    policy = DefaultReplicationPolicy(separator)
+    assert policy.topic_source(policy.format_remote_topic(alias, topic)) == alias
+
+
+def test_multichar_separator_overlapping_the_alias_is_ambiguous() -> None:
+    """Same as MM2 (``topic.split(separator)[0]``): the first occurrence wins."""
+    policy = DefaultReplicationPolicy("--")
+    assert policy.topic_source(policy.format_remote_topic("a-", "x")) == "a"
