@@ -35,6 +35,7 @@ from confluent_kafka import (
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink import clients
+from mirror_sink.bounded import call_bounded
 from mirror_sink.committers import (
     AbortCycle,
     AtLeastOnceCommitter,
@@ -42,7 +43,7 @@ from mirror_sink.committers import (
     DeliveryTracker,
     TransactionalCommitter,
 )
-from mirror_sink.errors import TaskFailure
+from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.logs import context_logger
 from mirror_sink.record_copier import RecordCopier
 from mirror_sink.stable_offsets import read_stable_offsets
@@ -53,6 +54,11 @@ RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
 
 _CONSUME_BATCH = 5000
 _PROGRESS_INTERVAL_S = 30.0
+_CLOSE_LIMIT_S = 30.0
+_MAX_RECOVERIES = 5
+_RECOVERY_WINDOW_S = 600.0
+#: Producers replaced while a call may still be blocked inside them (see _close_clients).
+_ABANDONED_PRODUCERS: list[Producer] = []
 
 
 class TaskState(StrEnum):
@@ -138,23 +144,58 @@ class MirrorSinkTask:
             self._pending_mappings = dict(mappings)
 
     def run(self) -> None:
-        """The task body: mirror until stopped; on error end FAILED with the trace."""
-        try:
-            self._open_clients()
-            self.state = TaskState.RUNNING
-            self._loop()
-            self.state = TaskState.STOPPED
-        except Exception as exc:
-            self.state = TaskState.FAILED
-            self.trace = traceback.format_exc()
-            self.log.error("task FAILED: %s", exc, exc_info=not isinstance(exc, TaskFailure))
-            self._abort_quietly()
-        finally:
-            self._close_clients()
+        """The task body: mirror until stopped; on error end FAILED with the trace.
+
+        A recoverable failure (a wedged or fatally failed client) replaces all clients and goes on,
+        up to ``_MAX_RECOVERIES`` times in ``_RECOVERY_WINDOW_S``; the new producer's
+        init_transactions aborts whatever the old one left open, so nothing is committed twice.
+        """
+        recoveries: list[float] = []
+        while True:
+            try:
+                self._open_clients()
+                self.state = TaskState.RUNNING
+                self._loop()
+                self.state = TaskState.STOPPED
+                self._close_clients()
+                return
+            except RecoverableTaskFailure as exc:
+                now = time.monotonic()
+                recoveries = [t for t in recoveries if now - t < _RECOVERY_WINDOW_S] + [now]
+                if len(recoveries) > _MAX_RECOVERIES or self._stop.is_set():
+                    self._fail(exc)
+                    return
+                self.log.warning(
+                    "recreating the task's clients (%d/%d): %s", len(recoveries), _MAX_RECOVERIES, exc
+                )
+                self._close_clients(abandon_producer=True)
+                self._stop.wait(min(2.0 * len(recoveries), 10.0))
+            except Exception as exc:
+                self._fail(exc)
+                return
+
+    def _fail(self, exc: Exception) -> None:
+        self.state = TaskState.FAILED
+        self.trace = traceback.format_exc()
+        self.log.error("task FAILED: %s", exc, exc_info=not isinstance(exc, TaskFailure))
+        self._abort_quietly()
+        self._close_clients()
 
     # -- clients -----------------------------------------------------------------------------
+    def _reset_ownership(self) -> None:
+        """Forget partitions: a new member gets its assignment anew (between cycles only)."""
+        self._owned.clear()
+        self._reading.clear()
+        self._committed.clear()
+        self._unsaved_start.clear()
+        self._cycle_bytes = 0
+        self._next_commit_at = 0.0
+        self._aborting_since = None
+        self._callback_error = None
+
     def _open_clients(self) -> None:
         cfg = self.config
+        self._reset_ownership()
         self.deliveries = DeliveryTracker()
         txn_id = self.slot if cfg.transaction_producer else None
         self.producer: Producer = clients.target_producer(
@@ -183,17 +224,25 @@ class MirrorSinkTask:
         self.committer.start()
         self._subscribe()
 
-    def _close_clients(self) -> None:
+    def _close_clients(self, *, abandon_producer: bool = False) -> None:
+        """Close the consumers (bounded: a close can hang on a vanished coordinator) and the producer.
+
+        ``abandon_producer`` keeps a replaced producer alive but unused: a librdkafka call may still
+        be blocked in it, and destroying it under that call would crash the process.
+        """
         for name in ("member", "source"):
-            client = getattr(self, name, None)
+            client = self.__dict__.pop(name, None)
             if client is not None:
                 try:
-                    client.close()
+                    call_bounded(f"closing the {name} consumer", client.close, _CLOSE_LIMIT_S)
                 except Exception as exc:
-                    self.log.debug("closing %s: %s", name, exc)
-        producer = getattr(self, "producer", None)
+                    self.log.warning("closing the %s consumer: %s", name, exc)
+        producer = self.__dict__.pop("producer", None)
         if producer is not None:
-            producer.flush(5)
+            if abandon_producer:
+                _ABANDONED_PRODUCERS.append(producer)
+            else:
+                producer.flush(5)
 
     def _abort_quietly(self) -> None:
         committer = getattr(self, "committer", None)

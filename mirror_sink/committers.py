@@ -15,7 +15,8 @@ from typing import Protocol, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from mirror_sink.errors import TaskFailure
+from mirror_sink.bounded import call_bounded
+from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,10 @@ _FATAL_DELIVERY = frozenset(
         KafkaError.INVALID_RECORD,
     }
 )
+
+
+#: How much longer than its own timeout a librdkafka call may take before it counts as hung.
+_HANG_GRACE_S = 15.0
 
 
 class AbortCycle(Exception):
@@ -94,16 +99,20 @@ class Committer(Protocol):
 
 
 def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
-    """Run a producer call, retrying retriable errors until ``deadline_s`` from now."""
+    """Run a producer call, retrying retriable errors until ``deadline_s`` from now.
+
+    Each attempt is bounded (librdkafka can block past the timeout it was given); a fatal producer
+    error is recoverable with a new producer, which init_transactions fences the old one with.
+    """
     deadline = time.monotonic() + deadline_s
     delay = 0.05
     while True:
         try:
-            return fn()
+            return call_bounded(what, fn, deadline_s + _HANG_GRACE_S)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             if err.fatal():
-                raise TaskFailure(f"{what} failed fatally: {err.str()}") from exc
+                raise RecoverableTaskFailure(f"{what} failed fatally: {err.str()}") from exc
             if err.txn_requires_abort():
                 raise AbortCycle(f"{what}: {err.str()}") from exc
             if err.retriable() and time.monotonic() < deadline:
@@ -200,7 +209,9 @@ class AtLeastOnceCommitter:
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             if err.fatal():
-                raise TaskFailure(f"offset commit to the shadow group failed fatally: {err.str()}") from exc
+                raise RecoverableTaskFailure(
+                    f"offset commit to the shadow group failed fatally: {err.str()}"
+                ) from exc
             raise AbortCycle(f"offset commit to the shadow group failed: {err.str()}") from exc
         self._open = False
 

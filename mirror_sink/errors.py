@@ -14,3 +14,12 @@ class ConfigError(ValueError):
 
 class TaskFailure(RuntimeError):
     """A task cannot go on (fenced, not authorized, a target partition missing, ...)."""
+
+
+class RecoverableTaskFailure(TaskFailure):
+    """The task's clients are unusable, but a fresh set may work (its producer fenced by its own
+    transaction timing out during a broker outage, say): the task recreates them and goes on."""
+
+
+class ClientWedged(RecoverableTaskFailure):
+    """A librdkafka call did not return within its bound; the client must be replaced."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import signal
 import socket
@@ -92,6 +93,8 @@ def main(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # Like jstack for a JVM: SIGUSR1 prints every thread's stack, for a mirror that seems stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         return runner.run()
     except TaskFailure as exc:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, TopicPartition
 
 from mirror_sink.devkafka.backends import KafkaEndpoint
 from mirror_sink.devkafka.data import (
@@ -121,6 +121,8 @@ class MirrorProcess:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)  # thread dump into the log
+            time.sleep(1)
             self.proc.kill()
             self.proc.wait(10)
             raise AssertionError(
@@ -172,6 +174,8 @@ class TransactionalLoad:
         self.total, self.per_txn, self.abort_every = total, per_txn, abort_every
         self.spec = ProduceSpec(compression=compression, transactional_id=txn_id)
         self.pause_s = pause_s
+        # Recent timestamps: records older than the retention (7 days) would be deleted under the test.
+        self.base_ts = int(time.time() * 1000)
         self.committed = 0
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"load-{topic}", daemon=True)
@@ -186,7 +190,7 @@ class TransactionalLoad:
                     f"k{(seq + i) % 97}".encode(),
                     payload(self.topic, (seq + i) % self.partitions, seq + i),
                     (("seq", str(seq + i).encode()),),
-                    1_700_000_000_000 + seq + i,
+                    self.base_ts + seq + i,
                     (seq + i) % self.partitions,
                 )
                 for i in range(self.per_txn)
@@ -220,33 +224,33 @@ class TransactionalLoad:
 
 
 class LiveReader:
-    """A read_committed consumer on the target that collects everything while the test runs."""
+    """A read_committed consumer on the target that collects everything while the test runs.
 
-    def __init__(self, bootstrap: str, topics: Sequence[str], group: str) -> None:
+    assign()-based, from offset 0: its positions live in memory, so broker bounces and mirror
+    restarts neither skip nor re-read anything on its side.
+    """
+
+    def __init__(self, bootstrap: str, partitions: Sequence[tuple[str, int]]) -> None:
         self.records: dict[tuple[str, int], list[Rec]] = {}
+        self.errors: list[str] = []
         self._stop = threading.Event()
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
-                "group.id": group,
+                "group.id": "live-reader",
                 "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
-                "topic.metadata.refresh.interval.ms": 1000,
             }
         )
-        self._topics = list(topics)
-        self.errors: list[str] = []
+        self._consumer.assign([TopicPartition(t, p, 0) for t, p in partitions])
         self._thread = threading.Thread(target=self._run, name="live-reader", daemon=True)
 
     def _run(self) -> None:
-        self._consumer.subscribe(self._topics)
         while not self._stop.is_set():
             for msg in self._consumer.consume(1000, 0.2):
                 err = msg.error()
                 if err is not None:
-                    if err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                        self.errors.append(err.str())
+                    self.errors.append(err.str())
                     continue
                 rec = rec_from_message(msg)
                 self.records.setdefault((msg.topic() or "", rec.partition), []).append(rec)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from functools import partial
 
@@ -39,11 +40,12 @@ Unique = Callable[[str], str]
 def tricky_records(partitions: int, n: int = 120, *, null_keys: bool = True) -> list[Rec]:
     """Keys and null keys, tombstones, several and null-valued headers, explicit timestamps."""
     out = []
+    base_ts = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
     for i in range(n):
         key = None if null_keys and i % 7 == 0 else f"key-{i}".encode()
         value = None if i % 11 == 0 else f'{{"i": {i}}}'.encode()
         headers = (("a", b"1"), ("b", None), ("a", f"{i}".encode())) if i % 3 else ()
-        out.append(Rec(key, value, headers, 1_600_000_000_000 + i * 1000, i % partitions))
+        out.append(Rec(key, value, headers, base_ts + i * 1000, i % partitions))
     return out
 
 
