@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import (
     Consumer,
@@ -21,6 +22,14 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import Message, NewTopic
 
 log = logging.getLogger(__name__)
+# librdkafka logs of these helper clients go through logging instead of raw stderr.
+_client_log = logging.getLogger("mirror_sink.devkafka.clients")
+
+
+def _conf(bootstrap: str, **settings: Any) -> dict[str, Any]:
+    """Client settings for ``bootstrap`` with librdkafka's log routed to logging."""
+    return {"bootstrap.servers": bootstrap, "logger": _client_log, **settings}
+
 
 Header = tuple[str, bytes | None]
 
@@ -64,7 +73,7 @@ def create_topic(
     timeout: float = 30.0,
 ) -> None:
     """Create ``topic`` and wait until its metadata shows every partition with a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(_conf(bootstrap))
     fs = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})], operation_timeout=timeout)
     fs[topic].result(timeout)
     wait_for_partitions(admin, topic, partitions, timeout)
@@ -93,10 +102,11 @@ class ProduceSpec:
     transactional_id: str | None = None
     extra: dict[str, str | int] = field(default_factory=dict)
 
-    def producer_config(self, bootstrap: str) -> dict[str, str | int]:
+    def producer_config(self, bootstrap: str) -> dict[str, Any]:
         """librdkafka settings for this spec."""
-        conf: dict[str, str | int] = {
+        conf: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
+            "logger": _client_log,
             "compression.type": self.compression,
             "linger.ms": self.linger_ms,
             "batch.size": self.batch_bytes,
@@ -175,9 +185,7 @@ def produce_transactions(
 
 def end_offsets(bootstrap: str, topic: str, *, isolation: str = "read_committed") -> dict[int, int]:
     """High watermark (read_uncommitted) or last stable offset (read_committed) of each partition."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "mirror-sink-inspect", "isolation.level": isolation}
-    )
+    consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-inspect", "isolation.level": isolation}))
     try:
         md = consumer.list_topics(topic, timeout=30).topics[topic]
         return {
@@ -199,6 +207,7 @@ def read_all(
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
+            "logger": _client_log,
             "group.id": "mirror-sink-inspect",
             "isolation.level": isolation,
             "enable.auto.commit": False,
@@ -236,7 +245,12 @@ def committed_offsets(
 ) -> dict[tuple[str, int], int]:
     """The group's committed offsets (-1001 where none), read stable (pending transactions waited out)."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "logger": _client_log,
+        }
     )
     try:
         got = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout)

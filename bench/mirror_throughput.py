@@ -1,0 +1,196 @@
+"""Mirror throughput and cost: MB/s, CPU-seconds per GB and peak RSS of the mirror process.
+
+    .venv/bin/python -m bench.mirror_throughput --gb 1 --modes record-eos,record-alo
+
+Starts its own local source and target clusters (under bench/results/clusters), writes the data
+once (1 KB JSON-like records, lz4, several partitions), then mirrors the same data with each mode
+in turn, in one run, so the figures compare side by side. Results go to stdout and
+bench/results/mirror_throughput.json. Not a test: numbers vary with the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+from confluent_kafka import Producer
+
+from mirror_sink.devkafka.data import committed_offsets, create_topic, end_offsets
+from mirror_sink.devkafka.pair import DevClusters
+
+RESULTS = Path(__file__).parent / "results"
+RECORD_BYTES = 1024
+PARTITIONS = 6
+
+MODES: dict[str, dict[str, str]] = {
+    "record-eos": {"transaction.producer": "true"},
+    "record-alo": {"transaction.producer": "false"},
+}
+
+
+@dataclass
+class Result:
+    """One mode's figures."""
+
+    mode: str
+    records: int
+    megabytes: float
+    seconds: float
+    mb_per_s: float
+    cpu_seconds: float
+    cpu_s_per_gb: float
+    peak_rss_mb: float
+
+
+def json_like_values(n: int) -> list[bytes]:
+    """``n`` distinct ~1 KB JSON documents with realistic redundancy (compress about 3-5x with lz4)."""
+    rng = random.Random(42)
+    words = [f"{w}{i}" for i in range(200) for w in ("alpha", "order", "sku", "region", "user")]
+    out = []
+    for i in range(n):
+        items: list[dict[str, object]] = []
+        doc = {"id": i, "ts": 1_700_000_000_000 + i, "user": f"user-{rng.randrange(10**6)}", "items": items}
+        body = json.dumps(doc)
+        while len(body) < RECORD_BYTES - 60:
+            items.append(
+                {"sku": rng.choice(words), "qty": rng.randrange(1, 9), "price": rng.randrange(100, 99999)}
+            )
+            body = json.dumps(doc)
+        out.append(body.encode()[:RECORD_BYTES].ljust(RECORD_BYTES, b" "))
+    return out
+
+
+def write_source(bootstrap: str, topic: str, records: int) -> None:
+    """``records`` 1 KB records, lz4, producer batches up to 1 MB."""
+    create_topic(bootstrap, topic, PARTITIONS)
+    values = json_like_values(4096)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": "lz4",
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "enable.idempotence": True,
+        }
+    )
+    started = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(
+                    topic, values[i % len(values)], key=b"k%d" % (i % 1000), partition=i % PARTITIONS
+                )
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 100_000 == 0:
+            producer.poll(0)
+            print(f"  wrote {i:,}/{records:,} records", flush=True)
+    producer.flush(120)
+    print(f"  source ready: {records:,} records in {time.monotonic() - started:.1f} s", flush=True)
+
+
+def mirror_once(mode: str, src: str, tgt: str, topic: str, *, records: int, workdir: Path) -> Result:
+    """Mirror ``topic`` with one mode in a fresh connector; measure the process."""
+    name = f"bench-{mode}-{int(time.time())}"
+    config = {
+        "name": name,
+        "connector.class": "MirrorSinkConnector",
+        "source.cluster.bootstrap.servers": src,
+        "target.cluster.bootstrap.servers": tgt,
+        "topics": topic,
+        "replication.policy.class": "DefaultReplicationPolicy",
+        "source.cluster.alias": name,  # a distinct target topic per mode
+        "tasks.max": "1",
+        **MODES[mode],
+    }
+    path = workdir / f"{name}.json"
+    path.write_text(json.dumps({"name": name, "config": config}))
+    log_path = workdir / f"{name}.log"
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mirror_sink.cli", "run", str(path), "--worker-id", "bench"],
+            stdout=log,
+            stderr=log,
+        )
+    ps = psutil.Process(proc.pid)
+    ends = end_offsets(src, topic)
+    target_topic = f"{name}.{topic}"
+    peak_rss = 0
+    cpu = 0.0
+    while True:
+        time.sleep(0.5)
+        times = ps.cpu_times()
+        cpu = times.user + times.system
+        peak_rss = max(peak_rss, ps.memory_info().rss)
+        try:
+            stored = committed_offsets(tgt, f"connect-{name}", [(target_topic, p) for p in ends], timeout=5)
+        except Exception:
+            continue
+        done = sum(max(0, stored.get((target_topic, p), 0)) for p in ends)
+        if done >= sum(ends.values()):
+            break
+        if proc.poll() is not None:
+            raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}")
+    seconds = time.monotonic() - started
+    proc.terminate()
+    proc.wait(60)
+    megabytes = records * RECORD_BYTES / 1e6
+    return Result(
+        mode, records, megabytes, seconds, megabytes / seconds, cpu, cpu / (megabytes / 1000), peak_rss / 1e6
+    )
+
+
+def main() -> int:
+    """Run the benchmark."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--gb", type=float, default=1.0, help="uncompressed GB of 1 KB records")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    clusters = DevClusters(RESULTS / "clusters")
+    print("starting local clusters...", flush=True)
+    clusters.up()
+    src, tgt = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
+    records = int(args.gb * 1e9 / RECORD_BYTES)
+    topic = f"bench-lz4-{int(time.time())}"
+    try:
+        print(f"writing {args.gb} GB ({records:,} records of {RECORD_BYTES} B, lz4) to {topic}", flush=True)
+        write_source(src, topic, records)
+        results = []
+        for mode in args.modes.split(","):
+            print(f"mirroring with {mode}...", flush=True)
+            results.append(mirror_once(mode, src, tgt, topic, records=records, workdir=RESULTS))
+            r = results[-1]
+            print(
+                f"  {r.seconds:.1f} s, {r.mb_per_s:.1f} MB/s, {r.cpu_s_per_gb:.1f} CPU-s/GB, "
+                f"peak RSS {r.peak_rss_mb:.0f} MB"
+            )
+    finally:
+        clusters.down()
+    machine = f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
+    (RESULTS / "mirror_throughput.json").write_text(
+        json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=2)
+    )
+    print(f"\n| mode | MB/s | CPU-s/GB | peak RSS MB | seconds |  ({machine}, {args.gb} GB lz4 1 KB records)")
+    print("|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r.mode} | {r.mb_per_s:.1f} | {r.cpu_s_per_gb:.1f} | {r.peak_rss_mb:.0f} | {r.seconds:.1f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
