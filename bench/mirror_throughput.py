@@ -60,9 +60,7 @@ def json_like_values(n: int) -> list[bytes]:
         doc = {"id": i, "ts": 1_700_000_000_000 + i, "user": f"user-{rng.randrange(10**6)}", "items": items}
         body = json.dumps(doc)
         while len(body) < RECORD_BYTES - 60:
-            items.append(
-                {"sku": rng.choice(words), "qty": rng.randrange(1, 9), "price": rng.randrange(100, 99999)}
-            )
+            items.append({"sku": rng.choice(words), "qty": rng.randrange(1, 9), "price": rng.randrange(100, 99999)})
             body = json.dumps(doc)
         out.append(body.encode()[:RECORD_BYTES].ljust(RECORD_BYTES, b" "))
     return out
@@ -85,9 +83,7 @@ def write_source(bootstrap: str, topic: str, records: int) -> None:
     for i in range(records):
         while True:
             try:
-                producer.produce(
-                    topic, values[i % len(values)], key=b"k%d" % (i % 1000), partition=i % PARTITIONS
-                )
+                producer.produce(topic, values[i % len(values)], key=b"k%d" % (i % 1000), partition=i % PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -145,16 +141,12 @@ def mirror_once(mode: str, src: str, tgt: str, topic: str, *, records: int, work
     proc.terminate()
     proc.wait(60)
     megabytes = records * RECORD_BYTES / 1e6
-    return Result(
-        mode, records, megabytes, seconds, megabytes / seconds, cpu, cpu / (megabytes / 1000), peak_rss / 1e6
-    )
+    return Result(mode, records, megabytes, seconds, megabytes / seconds, cpu, cpu / (megabytes / 1000), peak_rss / 1e6)
 
 
 def main() -> int:
     """Run the benchmark."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=1.0, help="uncompressed GB of 1 KB records")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     args = parser.parse_args()
@@ -186,9 +178,7 @@ def main() -> int:
     print(f"\n| mode | MB/s | CPU-s/GB | peak RSS MB | seconds |  ({machine}, {args.gb} GB lz4 1 KB records)")
     print("|---|---|---|---|---|")
     for r in results:
-        print(
-            f"| {r.mode} | {r.mb_per_s:.1f} | {r.cpu_s_per_gb:.1f} | {r.peak_rss_mb:.0f} | {r.seconds:.1f} |"
-        )
+        print(f"| {r.mode} | {r.mb_per_s:.1f} | {r.cpu_s_per_gb:.1f} | {r.peak_rss_mb:.0f} | {r.seconds:.1f} |")
     return 0
 
 

@@ -219,3 +219,33 @@ def _as_str(value: object) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+
+
+#: Documentation of each typed key (REST: GET /connector-plugins/{plugin}/config).
+KEY_DOCS: dict[str, str] = {
+    "name": "Connector name; also names the shadow group (connect-{name}) and the task transactional.ids.",
+    "connector.class": "MirrorSinkConnector (or org.apache.kafka.connect.mirror.MirrorSinkConnector).",
+    "connector.type": "Must be sink: KIP-656's exactly-once sink connector.",
+    "source.cluster.alias": "Name of the source cluster; the Default policy prefixes target topics with it.",
+    "target.cluster.alias": "Name of the target cluster.",
+    "source.cluster.bootstrap.servers": "Bootstrap servers of the source cluster.",
+    "target.cluster.bootstrap.servers": "Bootstrap servers of the target cluster.",
+    "topics": "Comma-separated topic names or regexes to mirror.",
+    "topics.exclude": "Comma-separated topic names or regexes never mirrored (internal topics never are).",
+    "replication.policy.class": "DefaultReplicationPolicy ({alias}{separator}{topic}) or IdentityReplicationPolicy.",
+    "replication.policy.separator": "Separator of the Default policy.",
+    "tasks.max": "Tasks of this connector in each worker; they share partitions through the shadow group.",
+    "transaction.producer": "true: exactly once (target transactions); false: at least once.",
+    "shadow.group.id": "Group on the target holding the source offsets (default connect-{name}).",
+    "source.group.id": "Group on the source receiving mirrored positions for lag tooling (default connect-{name}).",
+    "source.group.commit.interval.ms": "How often positions are committed to the source group; 0 disables.",
+    "offset.fallback": "Start of a partition with no stored offset: earliest, latest or source-group.",
+    "offset.fallback.group.id": "Source group whose offsets source-group copies once (default source.group.id).",
+    "transaction.boundary.interval.ms": "A transaction ends after this long.",
+    "transaction.max.bytes": "A transaction ends after this many record bytes.",
+    "transaction.timeout.ms": "Timeout of the target transactions.",
+    "refresh.topics.enabled": "Look for new topics and partitions periodically.",
+    "refresh.topics.interval.ms": "How often to look for new topics and partitions.",
+    "sync.topic.configs.enabled": "Keep copied topic configs in step with the source.",
+    "replication.factor": "Replication factor of created target topics (-1: the broker default).",
+}

@@ -81,7 +81,7 @@ class TaskCounters:
 
 
 def task_slot(connector: str, worker_id: str, task_id: int) -> str:
-    """The stable identity of a task slot: its transactional.id and group.instance.id."""
+    """The stable identity of a task slot: its transactional.id (a restart fences its predecessor)."""
     return f"{connector}-{worker_id}-{task_id}"
 
 
@@ -165,9 +165,7 @@ class MirrorSinkTask:
                 if len(recoveries) > _MAX_RECOVERIES or self._stop.is_set():
                     self._fail(exc)
                     return
-                self.log.warning(
-                    "recreating the task's clients (%d/%d): %s", len(recoveries), _MAX_RECOVERIES, exc
-                )
+                self.log.warning("recreating the task's clients (%d/%d): %s", len(recoveries), _MAX_RECOVERIES, exc)
                 self._close_clients(abandon_producer=True)
                 self._stop.wait(min(2.0 * len(recoveries), 10.0))
             except Exception as exc:
@@ -215,7 +213,7 @@ class MirrorSinkTask:
             cfg.source_consumer(), cfg.source_group_id, client_id=f"{self.slot}-source"
         )
         self.member: Consumer = clients.coordination_consumer(
-            cfg.target_consumer(), cfg.shadow_group_id, instance_id=self.slot, client_id=f"{self.slot}-member"
+            cfg.target_consumer(), cfg.shadow_group_id, client_id=f"{self.slot}-member"
         )
         mode = f"exactly-once, transactional.id {txn_id}" if txn_id else "at-least-once (idempotent producer)"
         self.log.info("starting in %s mode", mode)
@@ -250,9 +248,7 @@ class MirrorSinkTask:
             try:
                 committer.abort()
             except Exception as exc:
-                self.log.warning(
-                    "abort after failure did not complete: %s (the broker aborts it on timeout)", exc
-                )
+                self.log.warning("abort after failure did not complete: %s (the broker aborts it on timeout)", exc)
 
     def _subscribe(self) -> None:
         topics = sorted(self._mappings)
@@ -470,9 +466,7 @@ class MirrorSinkTask:
                 raise TaskFailure("internal error: records produced but no source offset advanced")
             return
         try:
-            self.committer.commit(
-                [TopicPartition(t, p, o) for t, p, o in offsets], self.member, self._owner_metadata
-            )
+            self.committer.commit([TopicPartition(t, p, o) for t, p, o in offsets], self.member, self._owner_metadata)
         except AbortCycle as exc:
             self._abort_and_rewind(str(exc))
             return
@@ -511,9 +505,7 @@ class MirrorSinkTask:
         if self._reading:
             tps = [TopicPartition(t, p) for t, p in self._reading]
             self.source.incremental_unassign(tps)
-            self.source.incremental_assign(
-                [TopicPartition(t, p, self._committed[(t, p)]) for t, p in self._reading]
-            )
+            self.source.incremental_assign([TopicPartition(t, p, self._committed[(t, p)]) for t, p in self._reading])
         # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
         # transaction timeout will not.
         give_up_s = 2 * self.config.transaction_timeout_ms / 1000

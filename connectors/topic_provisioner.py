@@ -52,9 +52,7 @@ class TopicMapping:
 class TopicProvisioner:
     """Discovers the source topics to mirror and reconciles their target topics."""
 
-    def __init__(
-        self, config: MirrorSinkConfig, source_admin: AdminClient, target_admin: AdminClient
-    ) -> None:
+    def __init__(self, config: MirrorSinkConfig, source_admin: AdminClient, target_admin: AdminClient) -> None:
         self.config = config
         self.source_admin = source_admin
         self.target_admin = target_admin
@@ -66,9 +64,7 @@ class TopicProvisioner:
         try:
             md = admin.list_topics(timeout=self.timeout_s)
         except KafkaException as exc:
-            raise TaskFailure(
-                f"{cluster} cluster at {bootstrap} did not answer a metadata request: {exc}"
-            ) from exc
+            raise TaskFailure(f"{cluster} cluster at {bootstrap} did not answer a metadata request: {exc}") from exc
         out = {}
         for name, topic in md.topics.items():
             if topic.error is None:
@@ -151,24 +147,18 @@ class TopicProvisioner:
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]
-        for topic, future in self.target_admin.create_partitions(
-            parts, operation_timeout=self.timeout_s
-        ).items():
+        for topic, future in self.target_admin.create_partitions(parts, operation_timeout=self.timeout_s).items():
             try:
                 future.result(self.timeout_s)
                 log.info("grew target topic %s from %d partitions", topic, existing[topic])
             except KafkaException as exc:
                 if exc.args[0].code() != exc.args[0].INVALID_PARTITIONS:  # someone else grew it first
-                    raise TaskFailure(
-                        f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
-                    ) from exc
+                    raise TaskFailure(f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}") from exc
 
     def _sync_configs(self, present: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         if not present:
             return
-        current = self.target_admin.describe_configs(
-            [ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present]
-        )
+        current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
         changes = []
         for m, (_, future) in zip(present, current.items(), strict=True):
             entries: dict[str, ConfigEntry] = future.result(self.timeout_s)

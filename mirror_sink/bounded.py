@@ -32,9 +32,7 @@ def call_bounded(what: str, fn: Callable[[], T], limit_s: float) -> T:
     worker.start()
     worker.join(limit_s)
     if worker.is_alive():
-        raise ClientWedged(
-            f"{what} did not return within {limit_s:.0f} s (a librdkafka hang); replacing the client"
-        )
+        raise ClientWedged(f"{what} did not return within {limit_s:.0f} s (a librdkafka hang); replacing the client")
     if failure:
         raise failure[0]
     return outcome[0]

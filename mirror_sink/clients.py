@@ -45,13 +45,12 @@ def source_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> C
     )
 
 
-def coordination_consumer(
-    user: Mapping[str, str], group_id: str, instance_id: str, client_id: str
-) -> Consumer:
+def coordination_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> Consumer:
     """The shadow-group member on the target: it decides ownership and fences commits; it never fetches.
 
-    Static membership (``group.instance.id`` = the task slot) lets a restarted task take its
-    partitions back at once instead of waiting for the dead member's session to expire.
+    A dynamic member (no ``group.instance.id``): it leaves the group when closed, so a stopped
+    connector's group is empty at once and its offsets can be altered (KIP-875); a crashed task's
+    partitions move after ``session.timeout.ms``, 10 s by default as for Connect's workers.
     """
     return Consumer(
         _with_logger(
@@ -59,11 +58,12 @@ def coordination_consumer(
                 "client.id": client_id,
                 "partition.assignment.strategy": "roundrobin",
                 "topic.metadata.refresh.interval.ms": 30_000,
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": 3_000,
                 **user,
             },
             {
                 "group.id": group_id,
-                "group.instance.id": instance_id,
                 "isolation.level": "read_committed",
                 # Committing this consumer's (meaningless) target positions would overwrite the
                 # source offsets the shadow group holds.
@@ -81,9 +81,7 @@ def target_producer(
     forced: dict[str, object] = {"enable.idempotence": True}
     if transactional_id is not None:
         forced |= {"transactional.id": transactional_id, "transaction.timeout.ms": transaction_timeout_ms}
-    return Producer(
-        _with_logger({"client.id": client_id, "linger.ms": 5, "compression.type": "lz4", **user}, forced)
-    )
+    return Producer(_with_logger({"client.id": client_id, "linger.ms": 5, "compression.type": "lz4", **user}, forced))
 
 
 def admin(user: Mapping[str, str], client_id: str) -> AdminClient:

@@ -123,8 +123,8 @@ def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
             raise TaskFailure(f"{what} failed: {err.str()}") from exc
 
 
-class TransactionalCommitter:
-    """Exactly-once: one target transaction per cycle holds the records and the source offsets."""
+class _CommitterBase:
+    """The producer, its delivery tracker, the call timeout and whether a cycle is open."""
 
     def __init__(self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float) -> None:
         self.producer = producer
@@ -134,8 +134,12 @@ class TransactionalCommitter:
 
     @property
     def open(self) -> bool:
-        """True between begin and commit/abort."""
+        """True while the cycle has uncommitted work."""
         return self._open
+
+
+class TransactionalCommitter(_CommitterBase):
+    """Exactly-once: one target transaction per cycle holds the records and the source offsets."""
 
     def start(self) -> None:
         """init_transactions: fences a previous instance of this task slot and aborts its open transaction."""
@@ -156,9 +160,7 @@ class TransactionalCommitter:
             self.timeout_s,
         )
         try:
-            _call(
-                "commit_transaction", lambda: self.producer.commit_transaction(self.timeout_s), self.timeout_s
-            )
+            _call("commit_transaction", lambda: self.producer.commit_transaction(self.timeout_s), self.timeout_s)
         except AbortCycle:
             self.deliveries.raise_if_fatal()
             raise
@@ -168,27 +170,14 @@ class TransactionalCommitter:
     def abort(self) -> None:
         """Abort the open transaction: none of its records or offsets ever become visible."""
         if self._open:
-            _call(
-                "abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s
-            )
+            _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
             self._open = False
         self.deliveries.raise_if_fatal()
         self.deliveries.take()
 
 
-class AtLeastOnceCommitter:
+class AtLeastOnceCommitter(_CommitterBase):
     """At-least-once: flush, check every delivery, then commit the offsets as the group member."""
-
-    def __init__(self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float) -> None:
-        self.producer = producer
-        self.deliveries = deliveries
-        self.timeout_s = timeout_s
-        self._open = False
-
-    @property
-    def open(self) -> bool:
-        """True while produced records await their offset commit."""
-        return self._open
 
     def start(self) -> None:
         """Nothing to fence without transactions."""
@@ -209,9 +198,7 @@ class AtLeastOnceCommitter:
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             if err.fatal():
-                raise RecoverableTaskFailure(
-                    f"offset commit to the shadow group failed fatally: {err.str()}"
-                ) from exc
+                raise RecoverableTaskFailure(f"offset commit to the shadow group failed fatally: {err.str()}") from exc
             raise AbortCycle(f"offset commit to the shadow group failed: {err.str()}") from exc
         self._open = False
 

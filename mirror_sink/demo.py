@@ -35,13 +35,9 @@ CONNECTOR = "demo-mirror"
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``demo`` verb."""
-    p = subparsers.add_parser(
-        "demo", help="start the local clusters and mirror a batch of orders exactly once"
-    )
+    p = subparsers.add_parser("demo", help="start the local clusters and mirror a batch of orders exactly once")
     p.add_argument("--records", type=int, default=20_000, help="committed records to add this run")
-    p.add_argument(
-        "--keep-running", action="store_true", help="keep mirroring after the check (Ctrl-C stops)"
-    )
+    p.add_argument("--keep-running", action="store_true", help="keep mirroring after the check (Ctrl-C stops)")
     p.set_defaults(func=run)
 
 
@@ -69,9 +65,7 @@ def _seed(bootstrap: str, records: int, run_id: str) -> None:
         written += n
         if len(batches) % 4 == 3:
             batches.append((_orders(0, 100, f"{run_id}-aborted"), False))
-    produce_transactions(
-        bootstrap, TOPIC, batches, ProduceSpec(compression="lz4", transactional_id="demo-seed")
-    )
+    produce_transactions(bootstrap, TOPIC, batches, ProduceSpec(compression="lz4", transactional_id="demo-seed"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
         total = sum(len(v) for v in source_records.values())
         mirrored = sum(len(v) for v in target_records.values())
         print(f"{total:,} committed source records; target topic {target_topic!r} holds {mirrored:,}")
-        print(
-            f"exactly once, in order per partition: {'yes' if exact else 'NO'} (mirrored in {elapsed:.1f} s)"
-        )
+        print(f"exactly once, in order per partition: {'yes' if exact else 'NO'} (mirrored in {elapsed:.1f} s)")
         if args.keep_running:
             print("still mirroring; Ctrl-C to stop")
             thread.join()

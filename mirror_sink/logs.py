@@ -10,9 +10,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
 
 def configure_logging(level: str | None = None) -> None:
     """Log to stderr at ``level`` (default ``MIRROR_SINK_LOG_LEVEL`` or INFO)."""
-    logging.basicConfig(
-        level=(level or os.environ.get("MIRROR_SINK_LOG_LEVEL", "INFO")).upper(), format=LOG_FORMAT
-    )
+    logging.basicConfig(level=(level or os.environ.get("MIRROR_SINK_LOG_LEVEL", "INFO")).upper(), format=LOG_FORMAT)
 
 
 class ContextLogger(logging.LoggerAdapter):  # type: ignore[type-arg]

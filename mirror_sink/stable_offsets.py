@@ -73,9 +73,7 @@ def read_stable_offsets(
                 key = (tp.topic, tp.partition)
                 if tp.error is not None:
                     if tp.error.code() not in _RETRIABLE:
-                        raise TaskFailure(
-                            f"cannot read committed offset of {key[0]}-{key[1]}: {tp.error.str()}"
-                        )
+                        raise TaskFailure(f"cannot read committed offset of {key[0]}-{key[1]}: {tp.error.str()}")
                     problem = f"{tp.topic}-{tp.partition}: {tp.error.str()}"
                     break
                 out[key] = tp.offset if tp.offset >= 0 else None

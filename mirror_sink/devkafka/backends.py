@@ -60,11 +60,7 @@ def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
         finally:
             pair.down(hard=True)  # test data is thrown away; no need for a clean shutdown
     elif backend == "external":
-        missing = [
-            v
-            for v in ("MIRROR_SINK_SOURCE_BOOTSTRAP", "MIRROR_SINK_TARGET_BOOTSTRAP")
-            if not os.environ.get(v)
-        ]
+        missing = [v for v in ("MIRROR_SINK_SOURCE_BOOTSTRAP", "MIRROR_SINK_TARGET_BOOTSTRAP") if not os.environ.get(v)]
         if missing:
             raise RuntimeError(f"backend 'external' needs {', '.join(missing)}")
         yield (
@@ -82,6 +78,4 @@ def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
                 ExternalCluster("target", containers[1].get_bootstrap_server()),
             )
     else:
-        raise RuntimeError(
-            f"MIRROR_SINK_KAFKA_BACKEND={backend!r}: expected local, external or testcontainers"
-        )
+        raise RuntimeError(f"MIRROR_SINK_KAFKA_BACKEND={backend!r}: expected local, external or testcontainers")

@@ -188,9 +188,7 @@ def end_offsets(bootstrap: str, topic: str, *, isolation: str = "read_committed"
     consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-inspect", "isolation.level": isolation}))
     try:
         md = consumer.list_topics(topic, timeout=30).topics[topic]
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in md.partitions
-        }
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in md.partitions}
     finally:
         consumer.close()
 
@@ -221,9 +219,7 @@ def read_all(
     try:
         while pending:
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"reading {topic!r}: partitions {sorted(pending)} not at their end in {timeout} s"
-                )
+                raise TimeoutError(f"reading {topic!r}: partitions {sorted(pending)} not at their end in {timeout} s")
             for msg in consumer.consume(10_000, 0.5):
                 err = msg.error()
                 if err is not None:

@@ -11,10 +11,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Self
 
+import httpx
 from confluent_kafka import Consumer, TopicPartition
 
 from mirror_sink.devkafka.backends import KafkaEndpoint
+from mirror_sink.devkafka.cluster import free_port
 from mirror_sink.devkafka.data import (
     ProduceSpec,
     Rec,
@@ -24,6 +27,8 @@ from mirror_sink.devkafka.data import (
     read_all,
     rec_from_message,
 )
+
+Unique = Callable[[str], str]  # the `unique` fixture: a base name -> a name no other test uses
 
 # Short timers so rebalances, refreshes and cycles happen within a test's patience.
 FAST_SETTINGS = {
@@ -61,38 +66,32 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interva
         time.sleep(interval)
 
 
-class MirrorProcess:
-    """``mirror-sink run`` in a child process, with its own log file; signalled by its own pid."""
+class ChildProcess:
+    """A ``mirror-sink`` command in a child process with its own log file, signalled by its own pid."""
 
-    def __init__(self, config: dict[str, str], worker_id: str, workdir: Path) -> None:
-        self.config = config
-        self.worker_id = worker_id
+    def __init__(self, label: str, workdir: Path) -> None:
+        self.label = label
         self.workdir = workdir
-        self.config_path = workdir / f"{config['name']}-{worker_id}.json"
-        self.log_path = workdir / f"{config['name']}-{worker_id}.log"
+        self.log_path = workdir / f"{label}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = {}
         workdir.mkdir(parents=True, exist_ok=True)
 
-    def start(self) -> MirrorProcess:
-        """Launch (or relaunch) the process with the same worker id."""
-        self.config_path.write_text(json.dumps({"name": self.config["name"], "config": self.config}))
+    def argv(self) -> list[str]:
+        """The ``mirror-sink`` arguments (after ``python -m mirror_sink.cli``)."""
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        """Launch (or relaunch) the command."""
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "mirror_sink.cli",
-                    "run",
-                    str(self.config_path),
-                    "--worker-id",
-                    self.worker_id,
-                ],
+                [sys.executable, "-m", "mirror_sink.cli", *self.argv()],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "MIRROR_SINK_LOG_LEVEL": "INFO"},
+                env={**os.environ, "MIRROR_SINK_LOG_LEVEL": "INFO", **self.env},
             )
         return self
 
@@ -103,7 +102,7 @@ class MirrorProcess:
         return self.proc.pid
 
     def signal(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to the mirror process only."""
+        """Send ``sig`` to this process only."""
         assert self.proc is not None
         self.proc.send_signal(sig)
 
@@ -113,7 +112,7 @@ class MirrorProcess:
         return self.proc.wait(timeout)
 
     def stop(self, timeout: float = 60.0) -> int:
-        """SIGTERM and wait (SIGKILL if it does not stop in time)."""
+        """SIGTERM and wait (a thread dump and SIGKILL if it does not stop in time)."""
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
         self.proc.send_signal(signal.SIGCONT)  # in case a test left it stopped
@@ -125,9 +124,7 @@ class MirrorProcess:
             time.sleep(1)
             self.proc.kill()
             self.proc.wait(10)
-            raise AssertionError(
-                f"mirror {self.worker_id} ignored SIGTERM for {timeout} s\n{self.log_tail()}"
-            ) from None
+            raise AssertionError(f"{self.label} ignored SIGTERM for {timeout} s\n{self.log_tail()}") from None
 
     def kill(self) -> None:
         """SIGKILL: a crash at an arbitrary point."""
@@ -146,6 +143,59 @@ class MirrorProcess:
     def log_tail(self, lines: int = 60) -> str:
         """The end of the log, for assertion messages."""
         return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+class MirrorProcess(ChildProcess):
+    """``mirror-sink run`` for one connector config under one worker id."""
+
+    def __init__(self, config: dict[str, str], worker_id: str, workdir: Path) -> None:
+        super().__init__(f"{config['name']}-{worker_id}", workdir)
+        self.config = config
+        self.worker_id = worker_id
+        self.config_path = workdir / f"{self.label}.json"
+
+    def argv(self) -> list[str]:
+        """``run <config> --worker-id <id>``, writing the config file first."""
+        self.config_path.write_text(json.dumps({"name": self.config["name"], "config": self.config}))
+        return ["run", str(self.config_path), "--worker-id", self.worker_id]
+
+
+class WorkerProcess(ChildProcess):
+    """``mirror-sink worker`` (or ``mm2``) with its REST API on a free loopback port."""
+
+    def __init__(self, workdir: Path, *extra: str, worker_id: str = "w1", mm2_file: Path | None = None) -> None:
+        super().__init__(f"worker-{worker_id}", workdir)
+        self.port = free_port()
+        self.extra = list(extra)
+        self.worker_id = worker_id
+        self.mm2_file = mm2_file
+        self.data_dir = workdir / f"data-{worker_id}"
+
+    @property
+    def url(self) -> str:
+        """The REST API's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def argv(self) -> list[str]:
+        """``worker`` (or ``mm2 <file>``) with a fixed listener, worker id and data dir."""
+        verb = ["mm2", str(self.mm2_file)] if self.mm2_file else ["worker"]
+        flags = ["--listeners", self.url, "--worker-id", self.worker_id, "--data-dir", str(self.data_dir)]
+        return [*verb, *flags, *self.extra]
+
+    def start(self) -> Self:
+        """Launch and wait until the REST API answers."""
+        super().start()
+        wait_until(self._answers, 60, f"the worker's REST API at {self.url}")
+        return self
+
+    def _answers(self) -> bool:
+        if not self.alive():
+            code = self.proc.returncode if self.proc else None
+            raise AssertionError(f"worker exited with {code}:\n{self.log_tail()}")
+        try:
+            return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
 
 def payload(topic_tag: str, partition: int, seq: int, size: int = 200) -> bytes:
@@ -288,9 +338,7 @@ def assert_exact_mirror(
         assert contents(got) == contents(records), f"{target_topic}-{p}: content or order differs"
     ends = end_offsets(source.bootstrap_servers, source_topic)
     stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
-    assert stored == {(target_topic, p): e for p, e in ends.items()}, (
-        "shadow group offsets != source end offsets"
-    )
+    assert stored == {(target_topic, p): e for p, e in ends.items()}, "shadow group offsets != source end offsets"
     return sum(len(r) for r in src.values())
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -23,14 +22,13 @@ from tests.integration.harness import (
     LiveReader,
     MirrorProcess,
     TransactionalLoad,
+    Unique,
     assert_exact_mirror,
     contents,
     mirror_config,
     shadow_caught_up,
     wait_until,
 )
-
-Unique = Callable[[str], str]
 
 # (topic suffix, partitions, codec, committed records)
 SOURCES = [("lz4", 4, "lz4", 14_000), ("zstd", 2, "zstd", 7_000)]
@@ -114,12 +112,8 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
         assert sum(len(v) for v in expected.values()) == committed
         for p in range(parts):
             seen = live.records.get((f"source.{topic}", p), [])
-            assert len(seen) == len(expected[p]), (
-                f"live reader: {topic}-{p} has {len(seen)} of {len(expected[p])}"
-            )
-            assert contents(seen) == contents(expected[p]), (
-                f"live reader: {topic}-{p} differs (order or content)"
-            )
+            assert len(seen) == len(expected[p]), f"live reader: {topic}-{p} has {len(seen)} of {len(expected[p])}"
+            assert contents(seen) == contents(expected[p]), f"live reader: {topic}-{p} differs (order or content)"
         assert_exact_mirror(source, topic, target, f"source.{topic}", group)
     log = proc.log_text()
     assert log.count("===== start") == 4, "three restarts expected"

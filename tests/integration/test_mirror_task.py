@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
 from functools import partial
 
 import pytest
@@ -27,14 +26,13 @@ from mirror_sink.devkafka.data import (
 from mirror_sink.devkafka.jars import KafkaJars
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
+    Unique,
     assert_exact_mirror,
     contents,
     mirror_config,
     shadow_caught_up,
     wait_until,
 )
-
-Unique = Callable[[str], str]
 
 
 def tricky_records(partitions: int, n: int = 120, *, null_keys: bool = True) -> list[Rec]:
@@ -70,9 +68,7 @@ def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
     proc = mirror(mirror_config(name, source, target, topic, **{"replication.policy.class": policy})).start()
     try:
         group = f"connect-{name}"
-        wait_until(
-            lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "the mirror to catch up"
-        )
+        wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "the mirror to catch up")
         assert_exact_mirror(source, topic, target, target_topic, group)
         mirrored = read_all(target.bootstrap_servers, target_topic)
         assert all(r.value != b"never" for recs in mirrored.values() for r in recs)
@@ -132,20 +128,14 @@ def test_new_topics_and_partitions_are_mirrored_on_the_fly(
     proc = mirror(mirror_config(name, source, target, rf"{prefix}-.*")).start()
     group = f"connect-{name}"
     try:
-        wait_until(
-            lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 60, "first topic"
-        )
+        wait_until(lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 60, "first topic")
         admin = AdminClient({"bootstrap.servers": source.bootstrap_servers})
         admin.create_partitions([NewPartitions(first, 4)])[first].result(30)
         create_topic(source.bootstrap_servers, second, 3)
         produce(source.bootstrap_servers, first, tricky_records(4, 80))
         produce(source.bootstrap_servers, second, tricky_records(3, 60))
-        wait_until(
-            lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 90, "grown topic"
-        )
-        wait_until(
-            lambda: shadow_caught_up(source, second, target, f"source.{second}", group), 90, "new topic"
-        )
+        wait_until(lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 90, "grown topic")
+        wait_until(lambda: shadow_caught_up(source, second, target, f"source.{second}", group), 90, "new topic")
         assert_exact_mirror(source, first, target, f"source.{first}", group)
         assert_exact_mirror(source, second, target, f"source.{second}", group)
     finally:
@@ -190,14 +180,10 @@ def test_offset_fallback_latest_and_copy_once_from_a_source_group(
     latest_topic, copied_topic = unique("fb-latest"), unique("fb-copy")
     for topic in (latest_topic, copied_topic):
         create_topic(source.bootstrap_servers, topic, 2)
-        produce(
-            source.bootstrap_servers, topic, [Rec(b"old", b"old-%d" % i, partition=i % 2) for i in range(20)]
-        )
+        produce(source.bootstrap_servers, topic, [Rec(b"old", b"old-%d" % i, partition=i % 2) for i in range(20)])
     legacy = unique("legacy-group")
     c = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": legacy})
-    c.commit(
-        offsets=[TopicPartition(copied_topic, 0, 4), TopicPartition(copied_topic, 1, 6)], asynchronous=False
-    )
+    c.commit(offsets=[TopicPartition(copied_topic, 0, 4), TopicPartition(copied_topic, 1, 6)], asynchronous=False)
     c.close()
 
     latest = mirror(
@@ -234,9 +220,7 @@ def test_offset_fallback_latest_and_copy_once_from_a_source_group(
             "latest",
         )
         got = read_all(target.bootstrap_servers, f"source.{latest_topic}")
-        assert sorted(r.value for rs in got.values() for r in rs if r.value) == sorted(
-            b"new-%d" % i for i in range(6)
-        )
+        assert sorted(r.value for rs in got.values() for r in rs if r.value) == sorted(b"new-%d" % i for i in range(6))
 
         copied_group = f"connect-{copied.config['name']}"
         wait_until(
@@ -268,9 +252,7 @@ def test_at_least_once_mode_commits_offsets_after_delivery(
         assert proc.stop() == 0, proc.log_tail()
 
 
-def test_bad_config_exits_naming_the_key(
-    source: KafkaEndpoint, target: KafkaEndpoint, mirror: MirrorFactory
-) -> None:
+def test_bad_config_exits_naming_the_key(source: KafkaEndpoint, target: KafkaEndpoint, mirror: MirrorFactory) -> None:
     bad = {"tasks.max": "many", "source.cluster.sasl.password": "s3cr3t"}
     proc = mirror(mirror_config("badconf", source, target, "x", **bad)).start()
     assert proc.wait(60) == 2
@@ -302,7 +284,5 @@ def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(
     assert proc.wait(120) == 1, proc.log_tail()
     log = proc.log_text()
     assert "FAILED" in log and f"{topic}-0" in log and "too large" in log.lower(), log
-    assert read_all(target.bootstrap_servers, topic) == {0: []}, (
-        "nothing of the failed transaction is visible"
-    )
+    assert read_all(target.bootstrap_servers, topic) == {0: []}, "nothing of the failed transaction is visible"
     assert committed_offsets(target.bootstrap_servers, f"connect-{name}", [(topic, 0)]) == {(topic, 0): -1001}

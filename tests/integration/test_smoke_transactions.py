@@ -20,9 +20,7 @@ from mirror_sink.devkafka.data import (
 
 
 @pytest.mark.parametrize("side", ["source", "target"])
-def test_commit_and_abort_are_isolated(
-    side: str, request: pytest.FixtureRequest, unique: Callable[[str], str]
-) -> None:
+def test_commit_and_abort_are_isolated(side: str, request: pytest.FixtureRequest, unique: Callable[[str], str]) -> None:
     cluster: KafkaEndpoint = request.getfixturevalue(side)
     topic = unique(f"smoke-{side}")
     create_topic(cluster.bootstrap_servers, topic, partitions=2)
@@ -44,9 +42,7 @@ def test_commit_and_abort_are_isolated(
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_compressed_produce_round_trips(
-    source: KafkaEndpoint, unique: Callable[[str], str], codec: str
-) -> None:
+def test_compressed_produce_round_trips(source: KafkaEndpoint, unique: Callable[[str], str], codec: str) -> None:
     topic = unique(f"smoke-{codec}")
     create_topic(source.bootstrap_servers, topic, partitions=3)
     records = [
@@ -73,9 +69,7 @@ def test_send_offsets_to_transaction_is_readable_with_stable_fetch(
     topic, group = unique("smoke-offsets"), unique("smoke-group")
     create_topic(target.bootstrap_servers, topic, partitions=2)
     consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group})
-    producer = Producer(
-        {"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique("smoke-tx")}
-    )
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique("smoke-tx")})
     try:
         producer.init_transactions(30)
         producer.begin_transaction()
@@ -89,9 +83,7 @@ def test_send_offsets_to_transaction_is_readable_with_stable_fetch(
 
         # An aborted transaction's offsets must never become visible.
         producer.begin_transaction()
-        producer.send_offsets_to_transaction(
-            [TopicPartition(topic, 0, 999)], consumer.consumer_group_metadata(), 30
-        )
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 999)], consumer.consumer_group_metadata(), 30)
         producer.abort_transaction(30)
     finally:
         consumer.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
 
 from mirror_sink.devkafka.backends import KafkaEndpoint
 from mirror_sink.devkafka.data import create_topic, read_all
@@ -19,6 +18,7 @@ from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     LiveReader,
     TransactionalLoad,
+    Unique,
     assert_exact_mirror,
     contents,
     mirror_config,
@@ -26,7 +26,6 @@ from tests.integration.harness import (
     wait_until,
 )
 
-Unique = Callable[[str], str]
 PARTITIONS = 6
 RECORDS = 12_000
 SESSION_TIMEOUT_MS = 6000
@@ -61,12 +60,8 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
     zombie, survivor = mirror(config, "zombie").start(), mirror(config, "survivor").start()
     target_topic = f"source.{topic}"
     group = f"connect-{name}"
-    wait_until(
-        lambda: "assigned 3 target partitions" in zombie.log_text(), 60, "the zombie to own 3 partitions"
-    )
-    wait_until(
-        lambda: "assigned 3 target partitions" in survivor.log_text(), 60, "the survivor to own 3 partitions"
-    )
+    wait_until(lambda: "assigned 3 target partitions" in zombie.log_text(), 60, "the zombie to own 3 partitions")
+    wait_until(lambda: "assigned 3 target partitions" in survivor.log_text(), 60, "the survivor to own 3 partitions")
     live = LiveReader(target.bootstrap_servers, [(target_topic, p) for p in range(PARTITIONS)]).start()
     load.start()
     try:
@@ -83,9 +78,7 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
         zombie.signal(signal.SIGCONT)
 
         load.join(300)
-        wait_until(
-            lambda: shadow_caught_up(source, topic, target, target_topic, group), 240, "mirrored to the end"
-        )
+        wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 240, "mirrored to the end")
         wait_until(lambda: live.count() >= RECORDS, 60, "the live reader to see everything")
         time.sleep(2)  # a late zombie commit would show up now
     finally:
@@ -99,12 +92,8 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
     assert sum(len(v) for v in expected.values()) == RECORDS
     for p in range(PARTITIONS):
         seen = live.records.get((target_topic, p), [])
-        assert len(seen) == len(expected[p]), (
-            f"{target_topic}-{p}: {len(seen)} records, source has {len(expected[p])}"
-        )
+        assert len(seen) == len(expected[p]), f"{target_topic}-{p}: {len(seen)} records, source has {len(expected[p])}"
         assert contents(seen) == contents(expected[p]), f"{target_topic}-{p}: duplicates, loss or reordering"
     assert_exact_mirror(source, topic, target, target_topic, group)
     woke = zombie.log_text()
-    assert "lost" in woke or "aborted" in woke or "FAILED" in woke, (
-        "the zombie must have noticed it was fenced"
-    )
+    assert "lost" in woke or "aborted" in woke or "FAILED" in woke, "the zombie must have noticed it was fenced"

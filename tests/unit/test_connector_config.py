@@ -66,9 +66,7 @@ def test_typed_values_are_converted() -> None:
     assert cfg.source_alias == "us-east"
 
 
-@pytest.mark.parametrize(
-    "cls", ["MirrorSinkConnector", "org.apache.kafka.connect.mirror.MirrorSinkConnector"]
-)
+@pytest.mark.parametrize("cls", ["MirrorSinkConnector", "org.apache.kafka.connect.mirror.MirrorSinkConnector"])
 def test_connector_class_aliases_accepted(cls: str) -> None:
     assert MirrorSinkConfig.parse({**BASE, "connector.class": cls}).connector_class == cls
 
@@ -159,9 +157,7 @@ def test_source_consumer() -> None:
 
 
 def test_source_consumer_shorthand_beats_cluster_wide() -> None:
-    cfg = MirrorSinkConfig.parse(
-        {**BASE, "source.cluster.fetch.min.bytes": "1", "consumer.fetch.min.bytes": "3"}
-    )
+    cfg = MirrorSinkConfig.parse({**BASE, "source.cluster.fetch.min.bytes": "1", "consumer.fetch.min.bytes": "3"})
     assert cfg.source_consumer()["fetch.min.bytes"] == "3"
     assert cfg.source_admin()["fetch.min.bytes"] == "1"
 
@@ -339,9 +335,7 @@ def test_tasks_max_out_of_range(value: str) -> None:
     assert _parse_error(_props(tasks_max=value)).key == "tasks.max"
 
 
-@pytest.mark.parametrize(
-    "missing", ["target.cluster.bootstrap.servers", "source.cluster.bootstrap.servers", "name"]
-)
+@pytest.mark.parametrize("missing", ["target.cluster.bootstrap.servers", "source.cluster.bootstrap.servers", "name"])
 def test_missing_required_key_is_named(missing: str) -> None:
     props = {k: v for k, v in BASE.items() if k != missing}
     assert MirrorSinkConfig.errors(props) == {missing: ["is required"]}
@@ -351,9 +345,7 @@ def test_missing_required_key_is_named(missing: str) -> None:
 
 
 def test_empty_bootstrap_is_refused() -> None:
-    assert _parse_error({**BASE, "target.cluster.bootstrap.servers": ""}).key == (
-        "target.cluster.bootstrap.servers"
-    )
+    assert _parse_error({**BASE, "target.cluster.bootstrap.servers": ""}).key == ("target.cluster.bootstrap.servers")
 
 
 @pytest.mark.parametrize("cls", ["MirrorSourceConnector", "FileStreamSink", "mirrorsinkconnector"])

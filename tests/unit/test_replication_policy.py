@@ -107,9 +107,7 @@ def test_default_topic_source_inverts_format(separator: str, alias: str, topic: 
     alias=st.text(min_size=1),
     topic=st.text(),
 )
-def test_default_topic_source_inverts_format_multichar_separator(
-    separator: str, alias: str, topic: str
-) -> None:
+def test_default_topic_source_inverts_format_multichar_separator(separator: str, alias: str, topic: str) -> None:
     """With a multi-character separator the alias must also not end in a prefix of it.
 
     e.g. alias ``a-`` with separator ``--`` gives ``a---x``, whose first separator starts inside the alias.

@@ -1,0 +1,240 @@
+"""The Kafka Connect-compatible REST API over a Herder (FastAPI).
+
+Paths, methods, status codes and JSON shapes follow Kafka Connect's REST API wherever Connect has
+them; every error is ``{"error_code": <http status>, "message": <text>}``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from api.models import (
+    ActiveTopics,
+    ConfigInfos,
+    ConfigKeyInfo,
+    ConfigMap,
+    ConnectorInfo,
+    ConnectorOffsets,
+    ConnectorStatus,
+    CreateConnectorRequest,
+    ErrorResponse,
+    HealthResponse,
+    LevelRequest,
+    LoggerLevel,
+    Message,
+    PluginInfo,
+    ServerInfo,
+    StateBody,
+    TaskInfo,
+)
+from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
+from mirror_sink import __version__
+from mirror_sink.worker.config_store import TargetState
+from mirror_sink.worker.herder import Herder, HerderError
+
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 404, 409, 500)}
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error_code": status, "message": message})
+
+
+def create_app(  # noqa: PLR0915 - one flat table of routes reads better than several routers
+    herder: Herder, *, commit: str = "unknown", cluster_id: Callable[[], str | None] = lambda: None
+) -> FastAPI:
+    """The REST application for ``herder``."""
+    app = FastAPI(
+        title="mirror-sink",
+        version=__version__,
+        description="Kafka Connect-compatible REST API of the mirror-sink worker.",
+        responses=ERRORS,
+    )
+
+    @app.exception_handler(HerderError)
+    async def herder_error(_: Request, exc: HerderError) -> JSONResponse:
+        return _error(exc.status, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return _error(400, f"Invalid request: {problems}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        logging.getLogger(__name__).exception("request failed")
+        return _error(500, f"{type(exc).__name__}: {exc}")
+
+    # -- worker ---------------------------------------------------------------------------------
+    @app.get("/", response_model=ServerInfo)
+    def server_info() -> ServerInfo:
+        return ServerInfo(version=__version__, commit=commit, kafka_cluster_id=cluster_id())
+
+    @app.get("/health", response_model=HealthResponse)
+    def health() -> HealthResponse:
+        return HealthResponse(status="healthy", message="Worker has completed startup and is ready to handle requests.")
+
+    # -- connectors -----------------------------------------------------------------------------
+    @app.get("/connectors", response_model=list[str] | dict[str, dict[str, Any]])
+    def list_connectors(expand: Annotated[list[str] | None, Query()] = None) -> Any:
+        names = herder.names()
+        wanted = set(expand or [])
+        unknown = wanted - {"status", "info"}
+        if unknown:
+            raise HerderError(400, f"unknown expand value(s) {sorted(unknown)}; use status and/or info")
+        if not wanted:
+            return names
+        out: dict[str, dict[str, Any]] = {}
+        for name in names:
+            entry: dict[str, Any] = {}
+            if "status" in wanted:
+                entry["status"] = herder.status(name)
+            if "info" in wanted:
+                entry["info"] = herder.info(name)
+            out[name] = entry
+        return out
+
+    @app.post("/connectors", status_code=201, response_model=ConnectorInfo)
+    def create_connector(request: CreateConnectorRequest) -> dict[str, Any]:
+        state = TargetState(request.initial_state) if request.initial_state else TargetState.RUNNING
+        herder.create(request.name, request.config, state)
+        return herder.info(request.name)
+
+    @app.get("/connectors/{name}", response_model=ConnectorInfo)
+    def get_connector(name: str) -> dict[str, Any]:
+        return herder.info(name)
+
+    @app.get("/connectors/{name}/config", response_model=dict[str, str])
+    def get_config(name: str) -> dict[str, str]:
+        return herder.config(name)
+
+    @app.put("/connectors/{name}/config", response_model=ConnectorInfo)
+    def put_config(name: str, config: Annotated[ConfigMap, Body()], response: Response) -> dict[str, Any]:
+        created = herder.put_config(name, config)
+        response.status_code = 201 if created else 200
+        return herder.info(name)
+
+    @app.patch("/connectors/{name}/config", response_model=ConnectorInfo)
+    def patch_config(name: str, patch: Annotated[ConfigMap, Body()]) -> dict[str, Any]:
+        herder.patch_config(name, patch)
+        return herder.info(name)
+
+    @app.get("/connectors/{name}/status", response_model=ConnectorStatus)
+    def connector_status(name: str) -> dict[str, Any]:
+        return herder.status(name)
+
+    @app.get("/connectors/{name}/tasks", response_model=list[TaskInfo])
+    def task_configs(name: str) -> list[dict[str, Any]]:
+        return herder.task_configs(name)
+
+    @app.get("/connectors/{name}/tasks/{task}/status", response_model=StateBody)
+    def task_status(name: str, task: int) -> dict[str, Any]:
+        return herder.task_status(name, task)
+
+    @app.post("/connectors/{name}/restart", response_model=ConnectorStatus | None)
+    def restart_connector(
+        name: str,
+        include_tasks: Annotated[bool, Query(alias="includeTasks")] = False,
+        only_failed: Annotated[bool, Query(alias="onlyFailed")] = False,
+    ) -> Any:
+        herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
+        if not include_tasks and not only_failed:
+            return Response(status_code=204)  # Connect's plain connector restart
+        return JSONResponse(status_code=202, content=herder.status(name))
+
+    @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
+    def restart_task(name: str, task: int) -> Response:
+        herder.restart_task(name, task)
+        return Response(status_code=204)
+
+    @app.put("/connectors/{name}/pause", status_code=202)
+    def pause(name: str) -> Response:
+        herder.set_target_state(name, TargetState.PAUSED)
+        return Response(status_code=202)
+
+    @app.put("/connectors/{name}/resume", status_code=202)
+    def resume(name: str) -> Response:
+        herder.set_target_state(name, TargetState.RUNNING)
+        return Response(status_code=202)
+
+    @app.put("/connectors/{name}/stop", status_code=204)
+    def stop(name: str) -> Response:
+        herder.set_target_state(name, TargetState.STOPPED)
+        return Response(status_code=204)
+
+    @app.delete("/connectors/{name}", status_code=204)
+    def delete_connector(name: str) -> Response:
+        herder.delete(name)
+        return Response(status_code=204)
+
+    @app.get("/connectors/{name}/topics", response_model=dict[str, ActiveTopics])
+    def topics(name: str) -> dict[str, ActiveTopics]:
+        return {name: ActiveTopics(topics=herder.topics(name))}
+
+    @app.put("/connectors/{name}/topics/reset", status_code=200)
+    def reset_topics(name: str) -> Response:
+        herder.reset_topics(name)
+        return Response(status_code=200)
+
+    @app.get("/connectors/{name}/offsets", response_model=ConnectorOffsets)
+    def get_offsets(name: str) -> dict[str, Any]:
+        return {"offsets": herder.offsets(name)}
+
+    @app.patch("/connectors/{name}/offsets", response_model=Message)
+    def alter_offsets(name: str, body: ConnectorOffsets) -> Message:
+        herder.alter_offsets(name, [o.model_dump() for o in body.offsets])
+        return Message(message="The offsets for this connector have been altered successfully")
+
+    @app.delete("/connectors/{name}/offsets", response_model=Message)
+    def reset_offsets(name: str) -> Message:
+        herder.reset_offsets(name)
+        return Message(message="The offsets for this connector have been reset successfully")
+
+    # -- plugins --------------------------------------------------------------------------------
+    def _plugin(plugin: str) -> None:
+        if plugin not in PLUGIN_ALIASES:
+            raise HerderError(404, f"Unknown connector plugin {plugin}; this worker has {PLUGIN_CLASS}")
+
+    @app.get("/connector-plugins", response_model=list[PluginInfo], response_model_by_alias=True)
+    def plugins() -> list[PluginInfo]:
+        return [PluginInfo.model_validate({"class": PLUGIN_CLASS, "type": "sink", "version": __version__})]
+
+    @app.get("/connector-plugins/{plugin}/config", response_model=list[ConfigKeyInfo])
+    def plugin_config(plugin: str) -> list[ConfigKeyInfo]:
+        _plugin(plugin)
+        return config_definitions()
+
+    @app.put("/connector-plugins/{plugin}/config/validate", response_model=ConfigInfos)
+    def validate_config(plugin: str, config: Annotated[ConfigMap, Body()]) -> ConfigInfos:
+        _plugin(plugin)
+        return validate(plugin, config, herder.validate)
+
+    # -- loggers --------------------------------------------------------------------------------
+    @app.get("/admin/loggers", response_model=dict[str, LoggerLevel])
+    def loggers() -> dict[str, LoggerLevel]:
+        out = {"root": LoggerLevel(level=logging.getLevelName(logging.getLogger().level))}
+        for name, logger in sorted(logging.Logger.manager.loggerDict.items()):
+            if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET:
+                out[name] = LoggerLevel(level=logging.getLevelName(logger.level))
+        return out
+
+    @app.put("/admin/loggers/{logger}", response_model=list[str])
+    def set_level(logger: str, body: LevelRequest) -> list[str]:
+        level = {"TRACE": "DEBUG", "WARN": "WARNING", "FATAL": "CRITICAL", "OFF": "CRITICAL"}.get(
+            body.level, body.level
+        )
+        target = logging.getLogger() if logger == "root" else logging.getLogger(logger)
+        target.setLevel(level)
+        return [logger]
+
+    return app

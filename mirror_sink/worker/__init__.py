@@ -1,0 +1,1 @@
+"""The worker: hosts connectors and their tasks behind a Kafka Connect-compatible REST API."""

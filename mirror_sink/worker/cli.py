@@ -1,0 +1,198 @@
+"""``mirror-sink worker`` and ``mirror-sink mm2``: the REST worker, alone or fed by an MM2 file."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import logging
+import signal
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlparse
+
+import uvicorn
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from api.app import create_app
+from mirror_sink import clients
+from mirror_sink.config_files import parse_properties
+from mirror_sink.devkafka.paths import data_dir, project_root
+from mirror_sink.errors import ConfigError
+from mirror_sink.mm2_config import load_mm2_file
+from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
+from mirror_sink.worker.herder import Herder, HerderError
+
+log = logging.getLogger(__name__)
+
+
+class WorkerConfig(BaseModel):
+    """Worker settings (a ``worker.properties`` file and/or flags), in Connect's names where it has them."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    listeners: str = Field("http://0.0.0.0:8083", pattern=r"^http://[^:/]*:\d+$")
+    worker_id: str | None = Field(None, alias="worker.id")
+    data_dir: Path = Field(default_factory=lambda: data_dir() / "worker", alias="data.dir")
+    config_storage: str = Field("file", alias="config.storage", pattern="^(file|kafka)$")
+    config_storage_topic: str = Field("mirror-sink-configs", alias="config.storage.topic")
+    bootstrap_servers: str | None = Field(None, alias="bootstrap.servers")
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        """Where the REST API listens."""
+        url = urlparse(self.listeners)
+        return url.hostname or "0.0.0.0", url.port or 8083
+
+    @property
+    def id(self) -> str:
+        """The worker id: configured, or host:port as Connect's."""
+        return self.worker_id or f"{socket.gethostname()}:{self.host_port[1]}"
+
+
+def _load(args: argparse.Namespace) -> WorkerConfig:
+    props: dict[str, object] = {}
+    if args.worker_config is not None:
+        props.update(parse_properties(Path(args.worker_config).read_text()))
+    for key, value in (("listeners", args.listeners), ("worker.id", args.worker_id), ("data.dir", args.data_dir)):
+        if value is not None:
+            props[key] = value
+    try:
+        config = WorkerConfig.model_validate(props)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(".".join(str(p) for p in first["loc"]), first["msg"]) from exc
+    if config.config_storage == "kafka" and not config.bootstrap_servers:
+        raise ConfigError("bootstrap.servers", "is required with config.storage=kafka")
+    return config
+
+
+def _store(config: WorkerConfig) -> ConfigBackingStore:
+    if config.config_storage == "kafka":
+        assert config.bootstrap_servers is not None
+        return KafkaConfigBackingStore(config.bootstrap_servers, config.config_storage_topic)
+    return FileConfigBackingStore(config.data_dir / "connectors.json")
+
+
+@cache
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(project_root()), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _cluster_id_reader(bootstrap: str | None, herder: Herder) -> Callable[[], str | None]:
+    """The target cluster's id: the worker's own cluster, or the first connector's target."""
+    known: dict[str, str] = {}
+
+    def read() -> str | None:
+        address = bootstrap or herder.first_target()
+        if not address:
+            return None
+        if address not in known:
+            try:
+                admin = clients.admin({"bootstrap.servers": address}, "worker")
+                known[address] = str(admin.describe_cluster().result(10).cluster_id)
+            except Exception:
+                return None
+        return known[address]
+
+    return read
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus its signal handling: it re-raises SIGTERM after shutdown, which would kill the
+    process before the connectors are stopped gracefully. ``serve`` installs its own handlers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def serve(config: WorkerConfig, herder: Herder) -> int:
+    """Run the REST API until SIGTERM/SIGINT, then stop every connector gracefully."""
+    host, port = config.host_port
+    app = create_app(herder, commit=_commit(), cluster_id=_cluster_id_reader(config.bootstrap_servers, herder))
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False))
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("%s received: stopping the REST API, then the connectors", signal.Signals(signum).name)
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("worker %s: REST API on http://%s:%d", config.id, host, port)
+    try:
+        server.run()
+    finally:
+        log.info("worker %s stopping: tasks finish or abort their transactions, then leave their groups", config.id)
+        herder.stop()
+    return 0
+
+
+def _add_worker_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listeners", help="REST listener, e.g. http://0.0.0.0:8083 (the default)")
+    p.add_argument("--worker-id", help="this worker's id (default host:port); task transactional.ids derive from it")
+    p.add_argument("--data-dir", help="where the embedded config store lives")
+
+
+def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``worker`` and ``mm2``."""
+    w = subparsers.add_parser("worker", help="run the REST worker (Kafka Connect-compatible API, port 8083)")
+    w.add_argument("worker_config", nargs="?", help="worker.properties (optional)")
+    _add_worker_flags(w)
+    w.set_defaults(func=run_worker)
+    m = subparsers.add_parser("mm2", help="run the flows of a MirrorMaker 2 properties file (connector.type=sink)")
+    m.add_argument("mm2_config", help="mm2.properties")
+    m.add_argument("--worker-config", dest="worker_config", help="worker.properties (optional)")
+    _add_worker_flags(m)
+    m.set_defaults(func=run_mm2)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``mirror-sink worker``."""
+    try:
+        config = _load(args)
+    except ConfigError as exc:
+        log.error("invalid worker config: %s", exc)
+        return 2
+    herder = Herder(config.id, _store(config))
+    herder.start()
+    return serve(config, herder)
+
+
+def run_mm2(args: argparse.Namespace) -> int:
+    """``mirror-sink mm2 mm2.properties``: every enabled flow as a sink connector, REST API included."""
+    try:
+        flows = load_mm2_file(Path(args.mm2_config))
+        if args.data_dir is None:
+            args.data_dir = str(data_dir() / "mm2")
+        config = _load(args)
+    except ConfigError as exc:
+        log.error("invalid MirrorMaker 2 config: %s", exc)
+        return 2
+    herder = Herder(config.id, _store(config))
+    herder.start()
+    try:
+        for flow in flows:
+            herder.put_config(flow["name"], flow)
+            log.info(
+                "MM2 flow %s -> %s runs as connector %s",
+                flow["source.cluster.alias"],
+                flow["target.cluster.alias"],
+                flow["name"],
+            )
+    except HerderError as exc:
+        log.error("MM2 flow refused: %s", exc)
+        herder.stop()
+        return 2
+    return serve(config, herder)

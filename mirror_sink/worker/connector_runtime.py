@@ -1,0 +1,197 @@
+"""One connector inside a worker: its MirrorSinkConnector, its tasks, their states and transitions."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from connectors.mirror_sink_connector import MirrorSinkConnector
+from connectors.mirror_sink_task import MirrorSinkTask, TaskState
+from mirror_sink.logs import context_logger
+from mirror_sink.worker.config_store import TargetState
+
+log = logging.getLogger(__name__)
+
+_TASK_STOP_TIMEOUT_S = 90.0
+
+
+class ConnectorState(StrEnum):
+    """Kafka Connect's connector and task states."""
+
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+
+
+@dataclass(frozen=True)
+class StateInfo:
+    """A state as the REST API shows it."""
+
+    state: ConnectorState
+    trace: str | None = None
+
+
+class ConnectorRuntime:
+    """Runs one connector: provisioning and topic refresh in the connector, mirroring in its tasks.
+
+    Transitions run on a background thread so that a slow cluster never blocks the REST API;
+    ``status`` is always answerable.
+    """
+
+    def __init__(self, name: str, props: Mapping[str, str], worker_id: str) -> None:
+        self.name = name
+        self.worker_id = worker_id
+        self.connector = MirrorSinkConnector(props)  # validates: ConfigError on bad config
+        self.log = context_logger(__name__, name)
+        self.tasks: list[MirrorSinkTask] = []
+        self.state = StateInfo(ConnectorState.UNASSIGNED)
+        self.target = TargetState.STOPPED
+        self._lock = threading.RLock()
+        self._next_refresh = 0.0
+        self._transition: threading.Thread | None = None
+
+    # -- target states -------------------------------------------------------------------------
+    def apply(self, target: TargetState) -> None:
+        """Move towards ``target`` (RUNNING, PAUSED or STOPPED) in the background."""
+        with self._lock:
+            self.target = target
+            self._run_transition(lambda: self._reach(target))
+
+    def _run_transition(self, body: object) -> None:
+        previous = self._transition
+
+        def run() -> None:
+            if previous is not None:
+                previous.join()
+            try:
+                body()  # type: ignore[operator]
+            except Exception as exc:
+                self.log.error("connector FAILED: %s", exc)
+                self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
+
+        self._transition = threading.Thread(target=run, name=f"connector-{self.name}", daemon=True)
+        self._transition.start()
+
+    def _reach(self, target: TargetState) -> None:
+        if target is TargetState.RUNNING:
+            if not self.connector.mappings and self.state.state is not ConnectorState.RUNNING:
+                self.connector.start()
+                self._next_refresh = time.monotonic() + self._refresh_s()
+            self._start_tasks()
+            self.state = StateInfo(ConnectorState.RUNNING)
+        else:
+            self._stop_tasks()
+            self.state = StateInfo(ConnectorState.PAUSED if target is TargetState.PAUSED else ConnectorState.STOPPED)
+
+    def _refresh_s(self) -> float:
+        return self.connector.config.refresh_topics_interval_ms / 1000
+
+    def _start_tasks(self) -> None:
+        cfg = self.connector.config
+        with self._lock:
+            if self.tasks and all(t.is_alive() for t in self.tasks):
+                return
+            self._stop_tasks()
+            self.tasks = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in range(cfg.tasks_max)]
+            for task in self.tasks:
+                task.start()
+
+    def _stop_tasks(self) -> None:
+        with self._lock:
+            tasks, self.tasks = self.tasks, []
+        for task in tasks:
+            task.stop(_TASK_STOP_TIMEOUT_S)
+
+    # -- restarts ------------------------------------------------------------------------------
+    def restart(self, *, include_tasks: bool, only_failed: bool) -> None:
+        """Restart the connector (and its tasks if asked; only failed ones with ``only_failed``)."""
+        with self._lock:
+            connector_failed = self.state.state is ConnectorState.FAILED
+            restart_connector = connector_failed or not only_failed
+            tasks = [
+                t.task_id for t in self.tasks if include_tasks and (not only_failed or t.state is TaskState.FAILED)
+            ]
+            if restart_connector:
+                self.state = StateInfo(ConnectorState.RESTARTING)
+
+        def body() -> None:
+            if restart_connector:
+                self.connector.start()
+                self.state = StateInfo(ConnectorState.RUNNING)
+            for task_id in tasks:
+                self._restart_task_now(task_id)
+            if self.target is not TargetState.RUNNING:
+                self._reach(self.target)
+            elif not self.tasks:
+                self._start_tasks()
+
+        self._run_transition(body)
+
+    def restart_task(self, task_id: int) -> None:
+        """Replace task ``task_id`` with a fresh one (same slot: it fences its predecessor)."""
+        self._run_transition(lambda: self._restart_task_now(task_id))
+
+    def _restart_task_now(self, task_id: int) -> None:
+        with self._lock:
+            old = next((t for t in self.tasks if t.task_id == task_id), None)
+        if old is None or self.target is not TargetState.RUNNING:
+            return
+        old.stop(_TASK_STOP_TIMEOUT_S)
+        new = MirrorSinkTask(self.connector.config, task_id, self.worker_id, self.connector.mappings)
+        with self._lock:
+            self.tasks = [new if t.task_id == task_id else t for t in self.tasks]
+        new.start()
+
+    # -- periodic work -------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Refresh topics when due (new topics, new partitions) and tell the tasks."""
+        cfg = self.connector.config
+        if self.state.state is not ConnectorState.RUNNING or not cfg.refresh_topics_enabled:
+            return
+        if time.monotonic() < self._next_refresh:
+            return
+        self._next_refresh = time.monotonic() + self._refresh_s()
+        try:
+            if self.connector.refresh():
+                for task in list(self.tasks):
+                    task.update_topics(self.connector.mappings)
+        except Exception as exc:
+            self.log.warning("topic refresh failed (will retry): %s", exc)
+
+    def failed(self) -> bool:
+        """True when the connector or one of its tasks is FAILED."""
+        return self.state.state is ConnectorState.FAILED or any(t.state is TaskState.FAILED for t in self.tasks)
+
+    def shutdown(self) -> None:
+        """Stop every task gracefully (each finishes or aborts its transaction, then leaves its group)."""
+        if self._transition is not None:
+            self._transition.join(_TASK_STOP_TIMEOUT_S)
+        self._stop_tasks()
+
+    # -- status --------------------------------------------------------------------------------
+    def task_states(self) -> list[StateInfo]:
+        """Per task id, what Connect's status would show."""
+        cfg = self.connector.config
+        by_id = {t.task_id: t for t in self.tasks}
+        out = []
+        for i in range(cfg.tasks_max):
+            task = by_id.get(i)
+            if self.state.state in (ConnectorState.PAUSED, ConnectorState.STOPPED):
+                out.append(StateInfo(ConnectorState(self.state.state)))
+            elif task is None:
+                out.append(StateInfo(ConnectorState.UNASSIGNED))
+            elif task.state is TaskState.FAILED:
+                out.append(StateInfo(ConnectorState.FAILED, task.trace))
+            elif task.state is TaskState.RUNNING:
+                out.append(StateInfo(ConnectorState.RUNNING))
+            else:
+                out.append(StateInfo(ConnectorState.UNASSIGNED))
+        return out
