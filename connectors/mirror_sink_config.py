@@ -77,6 +77,7 @@ class MirrorSinkConfig(BaseModel):
     refresh_topics_interval_ms: int = Field(600_000, alias="refresh.topics.interval.ms", ge=100)
     sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")
     replication_factor: int = Field(-1, alias="replication.factor", ge=-1)
+    runtime: Literal["worker", "spark"] = Field("worker", alias="runtime")
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("connector_class")
@@ -248,4 +249,5 @@ KEY_DOCS: dict[str, str] = {
     "refresh.topics.interval.ms": "How often to look for new topics and partitions.",
     "sync.topic.configs.enabled": "Keep copied topic configs in step with the source.",
     "replication.factor": "Replication factor of created target topics (-1: the broker default).",
+    "runtime": "worker (mirror-sink run / the REST worker) or spark (mirror-sink spark); never both at once.",
 }

@@ -197,7 +197,7 @@ class MirrorSinkTask:
         self.deliveries = DeliveryTracker()
         txn_id = self.slot if cfg.transaction_producer else None
         self.producer: Producer = clients.target_producer(
-            {**cfg.target_producer(), "on_delivery": self.deliveries},  # type: ignore[dict-item]
+            {**cfg.target_producer(), "on_delivery": self.deliveries},
             client_id=f"{self.slot}-producer",
             transactional_id=txn_id,
             transaction_timeout_ms=cfg.transaction_timeout_ms,

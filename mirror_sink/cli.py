@@ -8,6 +8,7 @@ import sys
 from mirror_sink import __version__, demo, standalone
 from mirror_sink.devkafka import cli as devkafka_cli
 from mirror_sink.logs import configure_logging
+from mirror_sink.spark import cli as spark_cli
 from mirror_sink.worker import cli as worker_cli
 
 
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(sub)
     standalone.add_parser(sub)
     worker_cli.add_parsers(sub)
+    spark_cli.add_parser(sub)
     devkafka_cli.add_parser(sub)
     return parser
 

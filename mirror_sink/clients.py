@@ -75,7 +75,7 @@ def coordination_consumer(user: Mapping[str, str], group_id: str, client_id: str
 
 
 def target_producer(
-    user: Mapping[str, str], client_id: str, transactional_id: str | None, transaction_timeout_ms: int
+    user: Mapping[str, Any], client_id: str, transactional_id: str | None, transaction_timeout_ms: int
 ) -> Producer:
     """The target writer: transactional when ``transactional_id`` is set, idempotent always."""
     forced: dict[str, object] = {"enable.idempotence": True}

@@ -12,7 +12,10 @@ from enum import StrEnum
 
 from connectors.mirror_sink_connector import MirrorSinkConnector
 from connectors.mirror_sink_task import MirrorSinkTask, TaskState
+from mirror_sink import clients
+from mirror_sink.errors import TaskFailure
 from mirror_sink.logs import context_logger
+from mirror_sink.runtime_guard import refuse_if_spark_active
 from mirror_sink.worker.config_store import TargetState
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,7 @@ class ConnectorRuntime:
 
     def _reach(self, target: TargetState) -> None:
         if target is TargetState.RUNNING:
+            self._refuse_other_runtime()
             if not self.connector.mappings and self.state.state is not ConnectorState.RUNNING:
                 self.connector.start()
                 self._next_refresh = time.monotonic() + self._refresh_s()
@@ -90,6 +94,12 @@ class ConnectorRuntime:
         else:
             self._stop_tasks()
             self.state = StateInfo(ConnectorState.PAUSED if target is TargetState.PAUSED else ConnectorState.STOPPED)
+
+    def _refuse_other_runtime(self) -> None:
+        cfg = self.connector.config
+        if cfg.runtime != "worker":
+            raise TaskFailure(f"connector {self.name} has runtime={cfg.runtime}: run it with mirror-sink {cfg.runtime}")
+        refuse_if_spark_active(clients.admin(cfg.target_admin(), f"{self.name}-guard"), cfg.shadow_group_id, self.name)
 
     def _refresh_s(self) -> float:
         return self.connector.config.refresh_topics_interval_ms / 1000

@@ -1,0 +1,8 @@
+"""spark-submit entry point: ``spark-submit ... submit_entry.py connector.json [--checkpoint ...]``."""
+
+import sys
+
+from mirror_sink.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["spark", *sys.argv[1:], "--master", "submit"]))

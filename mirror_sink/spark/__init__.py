@@ -1,0 +1,1 @@
+"""The Spark runtime: a connector's pipeline as a PySpark Structured Streaming query, exactly once."""
