@@ -116,6 +116,7 @@ class MirrorSinkTask:
         self._reading: dict[SourceTP, str] = {}
         self._committed: dict[SourceTP, int] = {}
         self._unsaved_start: set[SourceTP] = set()
+        self._rewound: set[SourceTP] = set()
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         self._aborting_since: float | None = None
@@ -186,6 +187,7 @@ class MirrorSinkTask:
         self._reading.clear()
         self._committed.clear()
         self._unsaved_start.clear()
+        self._rewound.clear()
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         self._aborting_since = None
@@ -269,6 +271,10 @@ class MirrorSinkTask:
         would come out as a non-Exception object that no handler catches."""
 
         def run(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            if consumer is not self.__dict__.get("member"):
+                # A member being closed or replaced (close() serves its revocation from another
+                # thread): this task's state belongs to the current member, never touch it.
+                return
             try:
                 callback(consumer, partitions)
             except Exception as exc:
@@ -285,7 +291,7 @@ class MirrorSinkTask:
         err = msg.error() if msg is not None else None
         if err is not None:
             if err.fatal():
-                raise TaskFailure(f"shadow group member failed: {err.str()}")
+                raise RecoverableTaskFailure(f"shadow group member failed: {err.str()}")
             self.log.warning("shadow group member: %s", err.str())
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -328,6 +334,7 @@ class MirrorSinkTask:
                 del self._reading[tp]
                 self._committed.pop(tp, None)
                 self._unsaved_start.discard(tp)
+                self._rewound.discard(tp)
         added = {tp: desired[tp] for tp in desired if tp not in self._reading}
         if not added:
             return
@@ -393,7 +400,7 @@ class MirrorSinkTask:
                 return int(low), int(high)
             except KafkaException as exc:
                 if time.monotonic() > deadline:
-                    raise TaskFailure(
+                    raise RecoverableTaskFailure(
                         f"cannot read the offsets of source partition {topic}-{partition}: {exc}"
                     ) from exc
                 # A partition added moments ago is missing from the consumer's cached metadata until
@@ -425,9 +432,15 @@ class MirrorSinkTask:
             messages = self.source.consume(_CONSUME_BATCH, wait)
             good = [m for m in messages if not self._is_error(m)]
             if good:
-                self.committer.begin()
-                self._cycle_bytes += self.copier.copy(good, self._target_of)
+                try:
+                    self.committer.begin()
+                    self._cycle_bytes += self.copier.copy(good, self._target_of)
+                except AbortCycle as exc:
+                    self._abort_and_rewind(str(exc))
+                    continue
                 self.counters.records += len(good)
+                for m in good:
+                    self._rewound.discard((m.topic(), m.partition()))
             if self._cycle_bytes >= cfg.transaction_max_bytes or time.monotonic() >= self._next_commit_at:
                 self._commit_cycle()
                 self._next_commit_at = time.monotonic() + interval_s
@@ -490,7 +503,9 @@ class MirrorSinkTask:
         for tp in positions:
             key = (tp.topic, tp.partition)
             committed = self._committed[key]
-            position = tp.offset if tp.offset >= 0 else committed
+            # Until a partition returns a record after a rewind, its position may still be the one
+            # from before the rewind (librdkafka resets it asynchronously): trust the rewind point.
+            position = tp.offset if tp.offset >= 0 and key not in self._rewound else committed
             if position > committed or key in self._unsaved_start:
                 out.append((self._reading[key], tp.partition, position))
         return out
@@ -504,6 +519,7 @@ class MirrorSinkTask:
         self._cycle_bytes = 0
         if self._reading:
             tps = [TopicPartition(t, p) for t, p in self._reading]
+            self._rewound.update(self._reading)
             self.source.incremental_unassign(tps)
             self.source.incremental_assign([TopicPartition(t, p, self._committed[(t, p)]) for t, p in self._reading])
         # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the

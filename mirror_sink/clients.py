@@ -56,13 +56,15 @@ def coordination_consumer(user: Mapping[str, str], group_id: str, client_id: str
         _with_logger(
             {
                 "client.id": client_id,
-                "partition.assignment.strategy": "roundrobin",
                 "topic.metadata.refresh.interval.ms": 30_000,
                 "session.timeout.ms": 10_000,
                 "heartbeat.interval.ms": 3_000,
                 **user,
             },
             {
+                # The rebalance callbacks rely on the classic protocol's eager revoke-all/assign-all.
+                "group.protocol": "classic",
+                "partition.assignment.strategy": "roundrobin",
                 "group.id": group_id,
                 "isolation.level": "read_committed",
                 # Committing this consumer's (meaningless) target positions would overwrite the

@@ -120,6 +120,8 @@ def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
+            if err.retriable():  # retried until the deadline: new clients may fare better
+                raise RecoverableTaskFailure(f"{what} still failing after {deadline_s:.0f} s: {err.str()}") from exc
             raise TaskFailure(f"{what} failed: {err.str()}") from exc
 
 

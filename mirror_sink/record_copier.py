@@ -8,7 +8,8 @@ from typing import cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from mirror_sink.errors import TaskFailure
+from mirror_sink.committers import AbortCycle
+from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
 
 _PARTITION_WAIT_S = 30.0
 
@@ -46,9 +47,16 @@ class RecordCopier:
                 except BufferError:
                     poll(0.05)  # librdkafka's queue is full: let deliveries drain it
                 except KafkaException as exc:
-                    if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
-                        raise
-                    self._await_partition(topic, partition)
+                    err: KafkaError = exc.args[0]
+                    if err.code() == KafkaError._UNKNOWN_PARTITION:
+                        self._await_partition(topic, partition)
+                        continue
+                    if err.fatal():
+                        raise RecoverableTaskFailure(f"producing to {topic}-{partition}: {err.str()}") from exc
+                    if err.code() == KafkaError._STATE or err.txn_requires_abort():
+                        # The transaction already failed in the background: void the cycle.
+                        raise AbortCycle(f"producing to {topic}-{partition}: {err.str()}") from exc
+                    raise
             produced += (len(key) if key else 0) + (len(value) if value else 0)
         poll(0)
         return produced

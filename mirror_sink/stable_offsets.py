@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.errors import TaskFailure
+from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def read_stable_offsets(
             else:
                 return out
         if time.monotonic() + delay > deadline:
-            raise TaskFailure(
+            raise RecoverableTaskFailure(
                 f"committed offsets of {_fmt(wanted)} did not become stable within {give_up_after_s:.0f} s "
                 f"(a transaction of another producer still open on them?): {problem}"
             )

@@ -97,11 +97,21 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             stored = read_stable_offsets(shadow, wanted, give_up_after_s=cfg.transaction_timeout_ms / 1000 + 30)
         finally:
             shadow.close()
+        copied: dict[tuple[str, int], int | None] = {}
+        missing = [src for tgt, src in wanted.items() if stored.get(tgt) is None]
+        if missing and cfg.offset_fallback is OffsetFallback.SOURCE_GROUP:
+            group = clients.source_consumer(cfg.source_consumer(), cfg.offset_fallback_group_id, "spark-planner")
+            try:
+                copied = read_stable_offsets(group, missing, give_up_after_s=60)
+            finally:
+                group.close()
         source = clients.source_consumer(cfg.source_consumer(), cfg.source_group_id, "spark-planner")
         try:
             out = {}
             for target_tp, (topic, p) in wanted.items():
                 offset = stored.get(target_tp)
+                if offset is None:
+                    offset = copied.get((topic, p))
                 if offset is None:
                     low, high = source.get_watermark_offsets(_tp(topic, p), timeout=30)
                     offset = int(high) if cfg.offset_fallback is OffsetFallback.LATEST else int(low)
@@ -130,7 +140,9 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if isinstance(limit, ReadMaxRows) and known:
             per_partition = max(1, math.ceil(limit.max_rows / len(known)))
             ends = {k: min(e, known[k] + per_partition) for k, e in ends.items()}
-        return {k: max(known[k], e) for k, e in ends.items()}
+        # A partition seen for the first time ends this batch where it starts: the next batch starts
+        # there, so none of its records fall between two plans.
+        return {k: max(known[k], e) if k in start else known[k] for k, e in ends.items()}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
         """One range per source partition that has something new."""

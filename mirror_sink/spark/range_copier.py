@@ -87,9 +87,7 @@ def copy_range(config: MirrorSinkConfig, topic: str, partition: int, start: int,
                 "to replan from the shadow group"
             )
         begin = start if committed is None else committed
-        copied = _copy(config, topic, partition, begin=begin, end=end, committer=committer, target_topic=target_topic)
-        _maybe_inject_fault()
-        committer.commit([TopicPartition(target_topic, partition, end)], shadow, shadow.consumer_group_metadata())
+        copied = _copy(config, topic, partition, begin=begin, end=end, committer=committer, shadow=shadow)
         log.info("%s-%d [%d, %d): %d records mirrored", topic, partition, begin, end, copied)
         return RangeResult(topic, partition, copied, False)
     except BaseException:
@@ -109,27 +107,40 @@ def _copy(
     begin: int,
     end: int,
     committer: TransactionalCommitter,
-    target_topic: str,
+    shadow: Consumer,
 ) -> int:
+    """Copy [begin, end) in transactions bounded like the worker's (time and bytes), each committing
+    how far it got, so a large range makes progress that a retry keeps."""
+    target_topic = config.replication_policy().format_remote_topic(config.source_alias, topic)
     source: Consumer = clients.source_consumer(config.source_consumer(), config.source_group_id, f"{config.name}-spark")
     copier = RecordCopier(committer.producer)
-    copied = 0
-    committer.begin()
-    if begin >= end:
-        source.close()
-        return 0
+    metadata = shadow.consumer_group_metadata()
+    interval_s = config.transaction_interval_ms / 1000
+    stall_limit_s = config.transaction_timeout_ms / 1000
+    copied, next_offset = 0, begin
     try:
         source.assign([TopicPartition(topic, partition, begin)])
-        deadline = time.monotonic() + config.transaction_timeout_ms / 1000
-        while True:
-            position = source.position([TopicPartition(topic, partition)])[0].offset
-            if position is not None and position >= end:
-                break
-            if time.monotonic() > deadline:
-                raise TaskFailure(f"{topic}-{partition}: offset {end} not reached (at {position}) in time")
-            messages = [m for m in source.consume(_BATCH, 0.5) if m.error() is None and (m.offset() or 0) < end]
-            copier.copy(messages, {topic: target_topic})
-            copied += len(messages)
+        while next_offset < end:
+            committer.begin()
+            cycle_bytes, cycle_end, last_progress = 0, time.monotonic() + interval_s, time.monotonic()
+            while next_offset < end and cycle_bytes < config.transaction_max_bytes and time.monotonic() < cycle_end:
+                messages = [m for m in source.consume(_BATCH, 0.2) if m.error() is None and (m.offset() or 0) < end]
+                cycle_bytes += copier.copy(messages, {topic: target_topic})
+                copied += len(messages)
+                if messages:
+                    next_offset = max(next_offset, (messages[-1].offset() or 0) + 1)
+                position = source.position([TopicPartition(topic, partition)])[0].offset
+                if position is not None and position > next_offset:
+                    next_offset = position  # past control records and aborted batches
+                    last_progress = time.monotonic()
+                elif messages:
+                    last_progress = time.monotonic()
+                if time.monotonic() - last_progress > stall_limit_s:
+                    raise TaskFailure(f"{topic}-{partition}: stuck at offset {next_offset} before {end}")
+            done = min(next_offset, end)
+            if done >= end:
+                _maybe_inject_fault()
+            committer.commit([TopicPartition(target_topic, partition, done)], shadow, metadata)
     finally:
         source.close()
     return copied

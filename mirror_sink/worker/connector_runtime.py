@@ -60,6 +60,7 @@ class ConnectorRuntime:
         self._lock = threading.RLock()
         self._next_refresh = 0.0
         self._transition: threading.Thread | None = None
+        self._closed = False  # after shutdown no task may start, whatever transition is still running
 
     # -- target states -------------------------------------------------------------------------
     def apply(self, target: TargetState) -> None:
@@ -107,7 +108,7 @@ class ConnectorRuntime:
     def _start_tasks(self) -> None:
         cfg = self.connector.config
         with self._lock:
-            if self.tasks and all(t.is_alive() for t in self.tasks):
+            if self._closed or (self.tasks and all(t.is_alive() for t in self.tasks)):
                 return
             self._stop_tasks()
             self.tasks = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in range(cfg.tasks_max)]
@@ -118,7 +119,9 @@ class ConnectorRuntime:
         with self._lock:
             tasks, self.tasks = self.tasks, []
         for task in tasks:
-            task.stop(_TASK_STOP_TIMEOUT_S)
+            task.stop(0)  # every task starts finishing its cycle at once ...
+        for task in tasks:
+            task.stop(_TASK_STOP_TIMEOUT_S)  # ... then wait for each
 
     # -- restarts ------------------------------------------------------------------------------
     def restart(self, *, include_tasks: bool, only_failed: bool) -> None:
@@ -143,11 +146,13 @@ class ConnectorRuntime:
             elif not self.tasks:
                 self._start_tasks()
 
-        self._run_transition(body)
+        with self._lock:
+            self._run_transition(body)
 
     def restart_task(self, task_id: int) -> None:
         """Replace task ``task_id`` with a fresh one (same slot: it fences its predecessor)."""
-        self._run_transition(lambda: self._restart_task_now(task_id))
+        with self._lock:
+            self._run_transition(lambda: self._restart_task_now(task_id))
 
     def _restart_task_now(self, task_id: int) -> None:
         with self._lock:
@@ -157,8 +162,10 @@ class ConnectorRuntime:
         old.stop(_TASK_STOP_TIMEOUT_S)
         new = MirrorSinkTask(self.connector.config, task_id, self.worker_id, self.connector.mappings)
         with self._lock:
+            if self._closed or old not in self.tasks:
+                return  # stopped or paused meanwhile
             self.tasks = [new if t.task_id == task_id else t for t in self.tasks]
-        new.start()
+            new.start()
 
     # -- periodic work -------------------------------------------------------------------------
     def tick(self) -> None:
@@ -182,8 +189,11 @@ class ConnectorRuntime:
 
     def shutdown(self) -> None:
         """Stop every task gracefully (each finishes or aborts its transaction, then leaves its group)."""
-        if self._transition is not None:
-            self._transition.join(_TASK_STOP_TIMEOUT_S)
+        with self._lock:
+            self._closed = True
+            transition = self._transition
+        if transition is not None:
+            transition.join(_TASK_STOP_TIMEOUT_S)
         self._stop_tasks()
 
     # -- status --------------------------------------------------------------------------------

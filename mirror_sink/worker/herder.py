@@ -108,9 +108,10 @@ class Herder:
             runtime.apply(stored.target_state)
 
     def _remove_runtime(self, name: str) -> None:
+        """Stop a runtime before anything replaces it: old and new tasks share task slots."""
         runtime = self.runtimes.pop(name, None)
         if runtime is not None:
-            threading.Thread(target=runtime.shutdown, name=f"stop-{name}", daemon=True).start()
+            runtime.shutdown()
 
     def _require(self, name: str) -> StoredConnector:
         stored = self.stored.get(name)

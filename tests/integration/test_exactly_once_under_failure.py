@@ -53,7 +53,7 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
         create_topic(source.bootstrap_servers, topic, parts)
     loads = [
         TransactionalLoad(
-            source.bootstrap_servers, topic, parts, n, compression=codec, pause_s=0.1, txn_id=unique(topic)
+            source.bootstrap_servers, topic, parts, n, compression=codec, pause_s=0.15, txn_id=unique(topic)
         )
         for topic, (parts, codec, n) in topics.items()
     ]
@@ -69,7 +69,7 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
     def progress_at_least(fraction: float) -> None:
         # Each event also waits for the mirror to have moved on since the previous one, so no event
         # lands while the previous one is still being recovered from.
-        goal = max(fraction * TOTAL, live.count() + 1000)
+        goal = min(TOTAL, max(fraction * TOTAL, live.count() + 1000))
         wait_until(lambda: live.count() >= goal, 240, f"{fraction:.0%} of the records mirrored")
 
     def restarted(current: MirrorProcess, how: signal.Signals) -> MirrorProcess:
