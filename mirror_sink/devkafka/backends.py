@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import shlex
+import subprocess
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,24 @@ def backend_name() -> str:
     return os.environ.get("MIRROR_SINK_KAFKA_BACKEND", "local")
 
 
+def reap_with_this_process(pids: Sequence[int] = (), pattern: str | None = None) -> None:
+    """A watchdog that SIGKILLs ``pids`` once this process is gone, however it ended.
+
+    Brokers run in their own session (so ``dev-kafka up`` outlives its CLI); brokers and mirrors that
+    tests start must not outlive a test process that died without teardown (a crash, SIGKILL).
+    """
+    kill = f"kill -9 {' '.join(str(p) for p in pids)} 2>/dev/null;" if pids else ""
+    if pattern:  # processes restarted since (a bounced broker) have new pids but the same arguments
+        kill += f" pkill -9 -f {shlex.quote(pattern)};"
+    subprocess.Popen(
+        ["sh", "-c", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 2; done; {kill}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 @contextmanager
 def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
     """Yield ``(source, target)`` from the configured backend and tear down what it started."""
@@ -55,6 +75,7 @@ def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
     if backend == "local":
         pair = DevClusters(home)
         pair.up()
+        reap_with_this_process(pattern=f"kafka.logs.dir={home}")
         try:
             yield pair.source, pair.target
         finally:

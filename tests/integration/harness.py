@@ -16,7 +16,7 @@ from typing import Self
 import httpx
 from confluent_kafka import Consumer, TopicPartition
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
+from mirror_sink.devkafka.backends import KafkaEndpoint, reap_with_this_process
 from mirror_sink.devkafka.cluster import free_port
 from mirror_sink.devkafka.data import (
     ProduceSpec,
@@ -93,6 +93,7 @@ class ChildProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "MIRROR_SINK_LOG_LEVEL": "INFO", **self.env},
             )
+        reap_with_this_process([self.proc.pid])
         return self
 
     @property
