@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,17 +50,25 @@ def backend_name() -> str:
     return os.environ.get("MIRROR_SINK_KAFKA_BACKEND", "local")
 
 
-def reap_with_this_process(pids: Sequence[int] = (), pattern: str | None = None) -> None:
-    """A watchdog that SIGKILLs ``pids`` once this process is gone, however it ended.
+def reap_with_this_process(*, pid: int | None = None, pattern: str | None = None) -> None:
+    """A watchdog that SIGKILLs a process (by ``pid``, or every one whose arguments match ``pattern``)
+    once this process is gone, however it ended.
 
     Brokers run in their own session (so ``dev-kafka up`` outlives its CLI); brokers and mirrors that
     tests start must not outlive a test process that died without teardown (a crash, SIGKILL).
     """
-    kill = f"kill -9 {' '.join(str(p) for p in pids)} 2>/dev/null;" if pids else ""
-    if pattern:  # processes restarted since (a bounced broker) have new pids but the same arguments
-        kill += f" pkill -9 -f {shlex.quote(pattern)};"
+    parent = os.getpid()
+    if pattern is not None:  # by arguments: a restarted process (a bounced broker) has a new pid
+        script = f"while kill -0 {parent} 2>/dev/null; do sleep 2; done; pkill -9 -f {shlex.quote(pattern)}"
+    elif pid is not None:  # ends with the child too, so a pid reused later is never signalled
+        script = (
+            f"while kill -0 {pid} 2>/dev/null; do "
+            f"kill -0 {parent} 2>/dev/null || {{ kill -9 {pid}; break; }}; sleep 2; done"
+        )
+    else:
+        raise ValueError("reap_with_this_process needs pid or pattern")
     subprocess.Popen(
-        ["sh", "-c", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 2; done; {kill}"],
+        ["sh", "-c", script],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

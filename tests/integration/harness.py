@@ -93,7 +93,7 @@ class ChildProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "MIRROR_SINK_LOG_LEVEL": "INFO", **self.env},
             )
-        reap_with_this_process([self.proc.pid])
+        reap_with_this_process(pid=self.proc.pid)
         return self
 
     @property
