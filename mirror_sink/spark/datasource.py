@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka import TopicPartition
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
@@ -81,7 +82,7 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         try:
             out = {}
             for topic, p in partitions:
-                _, high = reader.get_watermark_offsets(_tp(topic, p), timeout=30)
+                _, high = reader.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
                 out[f"{topic}:{p}"] = int(high)
             return out
         finally:
@@ -113,7 +114,7 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 if offset is None:
                     offset = copied.get((topic, p))
                 if offset is None:
-                    low, high = source.get_watermark_offsets(_tp(topic, p), timeout=30)
+                    low, high = source.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
                     offset = int(high) if cfg.offset_fallback is OffsetFallback.LATEST else int(low)
                 out[f"{topic}:{p}"] = offset
             return out
@@ -215,9 +216,3 @@ class MirrorSinkDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> MirrorSinkStreamWriter:
         """The copier."""
         return MirrorSinkStreamWriter(dict(self.options))
-
-
-def _tp(topic: str, partition: int) -> Any:
-    from confluent_kafka import TopicPartition
-
-    return TopicPartition(topic, partition)

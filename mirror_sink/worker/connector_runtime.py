@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -69,14 +69,14 @@ class ConnectorRuntime:
             self.target = target
             self._run_transition(lambda: self._reach(target))
 
-    def _run_transition(self, body: object) -> None:
+    def _run_transition(self, body: Callable[[], None]) -> None:
         previous = self._transition
 
         def run() -> None:
             if previous is not None:
                 previous.join()
             try:
-                body()  # type: ignore[operator]
+                body()
             except Exception as exc:
                 self.log.error("connector FAILED: %s", exc)
                 self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())

@@ -18,6 +18,7 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink import clients
 from mirror_sink.config_providers import has_references, resolve
 from mirror_sink.errors import ConfigError
+from mirror_sink.replication_policy import ReplicationPolicy
 from mirror_sink.secrets import MASK, is_secret
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState, StateInfo
@@ -230,14 +231,13 @@ class Herder:
 
     def status(self, name: str) -> dict[str, Any]:
         """Connect's ConnectorStateInfo."""
-        stored = self._require(name)
+        self._require(name)
         runtime = self.runtimes.get(name)
         if runtime is None:
             connector = StateInfo(ConnectorState.FAILED, "the stored config is invalid")
             tasks: list[StateInfo] = []
         else:
             connector, tasks = runtime.state, runtime.task_states()
-        del stored
         return {
             "name": name,
             "connector": self._state_json(connector),
@@ -295,7 +295,7 @@ class Herder:
 
     def offsets(self, name: str) -> list[dict[str, Any]]:
         """The shadow group's offsets, in Connect's sink format keyed by the *source* partition."""
-        runtime, cfg = self._shadow(name)
+        _, cfg = self._shadow(name)
         policy = cfg.replication_policy()
         admin = clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-offsets")
         md = admin.list_topics(timeout=30)
@@ -325,7 +325,6 @@ class Herder:
                         "offset": {"kafka_offset": tp.offset},
                     }
                 )
-        del runtime
         return sorted(out, key=lambda o: (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]))
 
     def _require_stopped(self, name: str) -> None:
@@ -377,7 +376,7 @@ class Herder:
             raise HerderError(409, f"cannot alter offsets of group {group}: {exc.args[0].str()}") from exc
 
 
-def _source_topic(target_topic: str, cfg: MirrorSinkConfig, policy: Any) -> str | None:
+def _source_topic(target_topic: str, cfg: MirrorSinkConfig, policy: ReplicationPolicy) -> str | None:
     """The source topic a target topic mirrors under this connector's policy, if any."""
     if policy.topic_source(target_topic) == cfg.source_alias:
         return target_topic[len(cfg.source_alias) + len(cfg.replication_policy_separator) :]
