@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mirror_sink.errors import ConfigError
+from mirror_sink.raw.wire import unsupported
 from mirror_sink.replication_policy import ReplicationPolicy, replication_policy
 from mirror_sink.secrets import mask
 from mirror_sink.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter, compile_patterns
@@ -45,6 +46,14 @@ class OffsetFallback(StrEnum):
     EARLIEST = "earliest"
     LATEST = "latest"
     SOURCE_GROUP = "source-group"  # KIP-656: copy the source group's offset once, then own it
+
+
+class MirrorMode(StrEnum):
+    """How a task moves data: whole record batches (KIP-712) or record by record."""
+
+    AUTO = "auto"  # raw wherever the clusters and client settings allow it, else record
+    RAW = "raw"
+    RECORD = "record"
 
 
 class MirrorSinkConfig(BaseModel):
@@ -78,6 +87,8 @@ class MirrorSinkConfig(BaseModel):
     sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")
     replication_factor: int = Field(-1, alias="replication.factor", ge=-1)
     runtime: Literal["worker", "spark"] = Field("worker", alias="runtime")
+    mirror_mode: MirrorMode = Field(MirrorMode.AUTO, alias="mirror.mode")
+    buffer_memory: int = Field(64 * 1024 * 1024, alias="buffer.memory", ge=1024 * 1024)
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("connector_class")
@@ -112,7 +123,13 @@ class MirrorSinkConfig(BaseModel):
         known, client, _ = cls._split(props)
         problems: dict[str, list[str]] = {}
         try:
-            cls.model_validate({**known, "client_props": client})
+            parsed = cls.model_validate({**known, "client_props": client})
+            if parsed.mirror_mode is MirrorMode.RAW:
+                blockers = unsupported(parsed.source_consumer()) + unsupported(parsed.target_producer())
+                if blockers:
+                    problems["mirror.mode"] = [
+                        f"raw mode cannot honour the client settings {', '.join(blockers)}; use record or auto"
+                    ]
         except ValidationError as exc:
             for err in exc.errors():
                 key = ".".join(str(p) for p in err["loc"]) or "config"
@@ -249,5 +266,8 @@ KEY_DOCS: dict[str, str] = {
     "refresh.topics.interval.ms": "How often to look for new topics and partitions.",
     "sync.topic.configs.enabled": "Keep copied topic configs in step with the source.",
     "replication.factor": "Replication factor of created target topics (-1: the broker default).",
+    "mirror.mode": "raw: forward source record batches byte for byte (KIP-712); record: re-produce each record; "
+    "auto (default): raw unless the clusters or client settings do not allow it.",
+    "buffer.memory": "One byte budget for data fetched from the source and not yet acknowledged by the target.",
     "runtime": "worker (mirror-sink run / the REST worker) or spark (mirror-sink spark); never both at once.",
 }

@@ -23,42 +23,29 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from confluent_kafka import (
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    Producer,
-    TopicPartition,
-)
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig, OffsetFallback
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink import clients
 from mirror_sink.bounded import call_bounded
-from mirror_sink.committers import (
-    AbortCycle,
-    AtLeastOnceCommitter,
-    Committer,
-    DeliveryTracker,
-    TransactionalCommitter,
-)
+from mirror_sink.committers import AbortCycle, Committer, DeliveryTracker
+from mirror_sink.data_path import DataPath
 from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.logs import context_logger
-from mirror_sink.record_copier import RecordCopier
+from mirror_sink.raw.raw_path import RawPath
+from mirror_sink.raw.wire import RawUnsupported, unsupported
+from mirror_sink.record_path import RecordPath
 from mirror_sink.stable_offsets import read_stable_offsets
 
 SourceTP = tuple[str, int]
 TargetTP = tuple[str, int]
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
 
-_CONSUME_BATCH = 5000
 _PROGRESS_INTERVAL_S = 30.0
 _CLOSE_LIMIT_S = 30.0
 _MAX_RECOVERIES = 5
 _RECOVERY_WINDOW_S = 600.0
-#: Producers replaced while a call may still be blocked inside them (see _close_clients).
-_ABANDONED_PRODUCERS: list[Producer] = []
 
 
 class TaskState(StrEnum):
@@ -116,7 +103,6 @@ class MirrorSinkTask:
         self._reading: dict[SourceTP, str] = {}
         self._committed: dict[SourceTP, int] = {}
         self._unsaved_start: set[SourceTP] = set()
-        self._rewound: set[SourceTP] = set()
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         self._aborting_since: float | None = None
@@ -187,7 +173,6 @@ class MirrorSinkTask:
         self._reading.clear()
         self._committed.clear()
         self._unsaved_start.clear()
-        self._rewound.clear()
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         self._aborting_since = None
@@ -196,38 +181,72 @@ class MirrorSinkTask:
     def _open_clients(self) -> None:
         cfg = self.config
         self._reset_ownership()
-        self.deliveries = DeliveryTracker()
         txn_id = self.slot if cfg.transaction_producer else None
-        self.producer: Producer = clients.target_producer(
-            {**cfg.target_producer(), "on_delivery": self.deliveries},
-            client_id=f"{self.slot}-producer",
-            transactional_id=txn_id,
-            transaction_timeout_ms=cfg.transaction_timeout_ms,
-        )
-        timeout_s = cfg.transaction_timeout_ms / 1000
-        self.committer: Committer = (
-            TransactionalCommitter(self.producer, self.deliveries, timeout_s)
-            if cfg.transaction_producer
-            else AtLeastOnceCommitter(self.producer, self.deliveries, timeout_s)
-        )
-        self.copier = RecordCopier(self.producer)
+        # The source consumer reads in record mode; in raw mode it only answers offset queries and
+        # takes the informational source-group commits.
         self.source: Consumer = clients.source_consumer(
             cfg.source_consumer(), cfg.source_group_id, client_id=f"{self.slot}-source"
         )
+        self.path: DataPath = self._open_path(txn_id)
+        self.committer: Committer = self.path.committer
         self.member: Consumer = clients.coordination_consumer(
             cfg.target_consumer(), cfg.shadow_group_id, client_id=f"{self.slot}-member"
         )
-        mode = f"exactly-once, transactional.id {txn_id}" if txn_id else "at-least-once (idempotent producer)"
-        self.log.info("starting in %s mode", mode)
+        guarantee = f"exactly-once, transactional.id {txn_id}" if txn_id else "at-least-once (idempotent producer)"
+        self.log.info("starting in %s mode, %s", self.mode, guarantee)
         # Fence the previous holder of this slot first: its open transaction is aborted now, so the
         # stable offset reads below need not wait for its timeout.
         self.committer.start()
         self._subscribe()
 
-    def _close_clients(self, *, abandon_producer: bool = False) -> None:
-        """Close the consumers (bounded: a close can hang on a vanished coordinator) and the producer.
+    def _open_path(self, transactional_id: str | None) -> DataPath:
+        """Raw mode where the clusters and client settings allow it (or it is asked for), else record."""
+        cfg = self.config
+        if cfg.mirror_mode is not MirrorMode.RECORD:
+            blockers = unsupported(cfg.source_consumer()) + unsupported(cfg.target_producer())
+            try:
+                if blockers:
+                    raise RawUnsupported(f"the raw path's client cannot honour {', '.join(blockers)}")
+                path = RawPath(
+                    source_props=cfg.source_consumer(),
+                    target_props=cfg.target_producer(),
+                    target_admin_props=cfg.target_admin(),
+                    client_id=self.slot,
+                    transactional_id=transactional_id,
+                    transaction_timeout_ms=cfg.transaction_timeout_ms,
+                    group_id=cfg.shadow_group_id,
+                    memory_bytes=cfg.buffer_memory,
+                    chunk_bytes=max(cfg.transaction_max_bytes // 4, 1),
+                    log=self.log,
+                )
+                self.mode = "raw"
+                return path
+            except RawUnsupported as exc:
+                if cfg.mirror_mode is MirrorMode.RAW:
+                    raise
+                self.log.warning("mirror.mode=auto falls back to record mode: %s", exc)
+        self.mode = "record"
+        deliveries = DeliveryTracker()
+        producer = clients.target_producer(
+            {**cfg.target_producer(), "on_delivery": deliveries},
+            client_id=f"{self.slot}-producer",
+            transactional_id=transactional_id,
+            transaction_timeout_ms=cfg.transaction_timeout_ms,
+        )
+        timeout_s = cfg.transaction_timeout_ms / 1000
+        return RecordPath(
+            self.source,
+            producer=producer,
+            deliveries=deliveries,
+            transactional=transactional_id is not None,
+            timeout_s=timeout_s,
+            log=self.log,
+        )
 
-        ``abandon_producer`` keeps a replaced producer alive but unused: a librdkafka call may still
+    def _close_clients(self, *, abandon_producer: bool = False) -> None:
+        """Close the consumers (bounded: a close can hang on a vanished coordinator) and the writer.
+
+        ``abandon_producer`` keeps a replaced librdkafka producer alive but unused: a call may still
         be blocked in it, and destroying it under that call would crash the process.
         """
         for name in ("member", "source"):
@@ -237,12 +256,9 @@ class MirrorSinkTask:
                     call_bounded(f"closing the {name} consumer", client.close, _CLOSE_LIMIT_S)
                 except Exception as exc:
                     self.log.warning("closing the %s consumer: %s", name, exc)
-        producer = self.__dict__.pop("producer", None)
-        if producer is not None:
-            if abandon_producer:
-                _ABANDONED_PRODUCERS.append(producer)
-            else:
-                producer.flush(5)
+        path: DataPath | None = self.__dict__.pop("path", None)
+        if path is not None:
+            path.close(abandon=abandon_producer)
 
     def _abort_quietly(self) -> None:
         committer = getattr(self, "committer", None)
@@ -329,17 +345,16 @@ class MirrorSinkTask:
                 desired[(mapping.source_topic, p)] = target_topic
         removed = [tp for tp in self._reading if tp not in desired]
         if removed:
-            self.source.incremental_unassign([TopicPartition(t, p) for t, p in removed])
+            self.path.unassign(removed)
             for tp in removed:
                 del self._reading[tp]
                 self._committed.pop(tp, None)
                 self._unsaved_start.discard(tp)
-                self._rewound.discard(tp)
         added = {tp: desired[tp] for tp in desired if tp not in self._reading}
         if not added:
             return
         starts = self._start_offsets(added)
-        self.source.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in added])
+        self.path.assign({tp: starts[tp] for tp in added})
         self._reading.update(added)
         self._committed.update(starts)
         self.log.info("reading %d source partitions from %s", len(added), _fmt_offsets(starts))
@@ -429,18 +444,13 @@ class MirrorSinkTask:
                 self._poll_member(0.2) if self._mappings else self._stop.wait(0.2)
                 continue
             wait = max(0.0, min(0.1, self._next_commit_at - now))
-            messages = self.source.consume(_CONSUME_BATCH, wait)
-            good = [m for m in messages if not self._is_error(m)]
-            if good:
-                try:
-                    self.committer.begin()
-                    self._cycle_bytes += self.copier.copy(good, self._target_of)
-                except AbortCycle as exc:
-                    self._abort_and_rewind(str(exc))
-                    continue
-                self.counters.records += len(good)
-                for m in good:
-                    self._rewound.discard((m.topic(), m.partition()))
+            try:
+                copied = self.path.copy(wait, self._target_of)
+            except AbortCycle as exc:
+                self._abort_and_rewind(str(exc))
+                continue
+            self.counters.records += copied.records
+            self._cycle_bytes += copied.bytes
             if self._cycle_bytes >= cfg.transaction_max_bytes or time.monotonic() >= self._next_commit_at:
                 self._commit_cycle()
                 self._next_commit_at = time.monotonic() + interval_s
@@ -452,24 +462,6 @@ class MirrorSinkTask:
     def _set_mappings(self, mappings: Mapping[str, TopicMapping]) -> None:
         self._mappings = dict(mappings)
         self._target_of = {m.source_topic: m.target_topic for m in mappings.values()}
-
-    def _is_error(self, msg: Message) -> bool:
-        err = msg.error()
-        if err is None:
-            return False
-        where = f"{msg.topic()}-{msg.partition()}"
-        if err.code() == KafkaError._AUTO_OFFSET_RESET:
-            raise TaskFailure(
-                f"source partition {where}: the next offset to mirror no longer exists (deleted by retention "
-                f"before it was mirrored?): {err.str()}"
-            )
-        if err.fatal() or err.code() in (
-            KafkaError.TOPIC_AUTHORIZATION_FAILED,
-            KafkaError.GROUP_AUTHORIZATION_FAILED,
-        ):
-            raise TaskFailure(f"reading source partition {where}: {err.str()}")
-        self.log.warning("source consumer error on %s (retrying): %s", where, err.str())
-        return True
 
     def _commit_cycle(self) -> None:
         """Commit the open cycle (or save advanced positions), or abort it and rewind."""
@@ -498,17 +490,12 @@ class MirrorSinkTask:
         records and aborted batches, so committing it lets the shadow group reach the source's end
         offsets exactly.
         """
-        positions = self.source.position([TopicPartition(t, p) for t, p in self._reading])
-        out = []
-        for tp in positions:
-            key = (tp.topic, tp.partition)
-            committed = self._committed[key]
-            # Until a partition returns a record after a rewind, its position may still be the one
-            # from before the rewind (librdkafka resets it asynchronously): trust the rewind point.
-            position = tp.offset if tp.offset >= 0 and key not in self._rewound else committed
-            if position > committed or key in self._unsaved_start:
-                out.append((self._reading[key], tp.partition, position))
-        return out
+        positions = self.path.positions({tp: self._committed[tp] for tp in self._reading})
+        return [
+            (self._reading[tp], tp[1], position)
+            for tp, position in positions.items()
+            if position > self._committed[tp] or tp in self._unsaved_start
+        ]
 
     def _abort_and_rewind(self, reason: str) -> None:
         self.counters.aborts += 1
@@ -517,11 +504,7 @@ class MirrorSinkTask:
         self.log.warning("cycle aborted, rewinding to the committed offsets: %s", reason)
         self.committer.abort()
         self._cycle_bytes = 0
-        if self._reading:
-            tps = [TopicPartition(t, p) for t, p in self._reading]
-            self._rewound.update(self._reading)
-            self.source.incremental_unassign(tps)
-            self.source.incremental_assign([TopicPartition(t, p, self._committed[(t, p)]) for t, p in self._reading])
+        self.path.rewind({tp: self._committed[tp] for tp in self._reading})
         # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
         # transaction timeout will not.
         give_up_s = 2 * self.config.transaction_timeout_ms / 1000
@@ -554,13 +537,15 @@ class MirrorSinkTask:
 
     def _log_progress(self) -> None:
         c = self.counters
+        path = self.__dict__.get("path")
         self.log.info(
-            "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions",
+            "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions; %s",
             c.records,
             c.bytes / 1e6,
             c.commits,
             c.aborts,
             len(self._reading),
+            path.describe() if path is not None else "closed",
         )
 
 

@@ -36,6 +36,9 @@ COPIED_CONFIGS = (
 )
 #: Mirrored records carry the source timestamps; LogAppendTime on the target would overwrite them.
 FORCED_TARGET_CONFIGS = {"message.timestamp.type": "CreateTime"}
+#: Unless the source topic sets a codec (then its batches all carry it), the target keeps whatever
+#: codec each batch arrives with: raw mode's bytes are stored as they are, never recompressed.
+DEFAULT_TARGET_CONFIGS = {"compression.type": "producer"}
 
 _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
 
@@ -59,6 +62,7 @@ class TopicProvisioner:
         self.topic_filter = config.topic_filter()
         self.policy = config.replication_policy()
         self.timeout_s = 30.0
+        self._checked: set[str] = set()
 
     def _list(self, admin: AdminClient, cluster: str, bootstrap: str) -> dict[str, int]:
         try:
@@ -122,10 +126,36 @@ class TopicProvisioner:
         ]
         if short:
             self._grow(short, existing)
+        present = [m for m in mappings.values() if m.target_topic in existing]
         if sync:
-            present = [m for m in mappings.values() if m.target_topic in existing]
             self._sync_configs(present, configs)
+        else:
+            self._warn_recompression([m for m in present if m.target_topic not in self._checked])
         return mappings
+
+    @staticmethod
+    def _wanted(configs: dict[str, dict[str, str]], m: TopicMapping) -> dict[str, str]:
+        return {**DEFAULT_TARGET_CONFIGS, **configs.get(m.source_topic, {}), **FORCED_TARGET_CONFIGS}
+
+    def _warn_recompression(self, present: list[TopicMapping]) -> None:
+        """With config sync off, say which existing target topics would recompress mirrored batches."""
+        if not present:
+            return
+        source = self._source_configs([m.source_topic for m in present])
+        current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
+        for m, (_, future) in zip(present, current.items(), strict=True):
+            self._checked.add(m.target_topic)
+            entry = future.result(self.timeout_s).get("compression.type")
+            have = entry.value if entry is not None else "producer"
+            want = self._wanted(source, m)["compression.type"]
+            if have not in ("producer", want):
+                log.warning(
+                    "target topic %s has compression.type=%s: the target broker will recompress every mirrored "
+                    "batch (raw mode's bytes are not kept); set it to %s",
+                    m.target_topic,
+                    have,
+                    want,
+                )
 
     def _create(self, missing: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         new = [
@@ -133,7 +163,7 @@ class TopicProvisioner:
                 m.target_topic,
                 m.source_partitions,
                 self.config.replication_factor,
-                config={**configs.get(m.source_topic, {}), **FORCED_TARGET_CONFIGS},
+                config=self._wanted(configs, m),
             )
             for m in missing
         ]
@@ -162,7 +192,7 @@ class TopicProvisioner:
         changes = []
         for m, (_, future) in zip(present, current.items(), strict=True):
             entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
-            wanted = {**configs.get(m.source_topic, {}), **FORCED_TARGET_CONFIGS}
+            wanted = self._wanted(configs, m)
             ops = [
                 ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
                 for k, v in wanted.items()

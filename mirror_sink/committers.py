@@ -72,9 +72,6 @@ class DeliveryTracker:
 class Committer(Protocol):
     """Makes a cycle durable, or voids it."""
 
-    producer: Producer
-    deliveries: DeliveryTracker
-
     def start(self) -> None:
         """Prepare the producer (fences the previous holder of a transactional.id)."""
 

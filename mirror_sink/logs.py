@@ -11,6 +11,9 @@ LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
 def configure_logging(level: str | None = None) -> None:
     """Log to stderr at ``level`` (default ``MIRROR_SINK_LOG_LEVEL`` or INFO)."""
     logging.basicConfig(level=(level or os.environ.get("MIRROR_SINK_LOG_LEVEL", "INFO")).upper(), format=LOG_FORMAT)
+    # kafka-python (the raw path's protocol client) narrates every connection and metadata refresh
+    # at INFO; our own logs say what matters. MIRROR_SINK_KAFKA_PYTHON_LOG_LEVEL turns it back up.
+    logging.getLogger("kafka").setLevel(os.environ.get("MIRROR_SINK_KAFKA_PYTHON_LOG_LEVEL", "WARNING").upper())
 
 
 class ContextLogger(logging.LoggerAdapter):  # type: ignore[type-arg]

@@ -42,7 +42,7 @@ def bounceable(cluster: KafkaEndpoint) -> LocalKafkaCluster:
     return cluster
 
 
-@pytest.mark.parametrize("mode", ["record"])
+@pytest.mark.parametrize("mode", ["raw", "record"])
 def test_every_record_exactly_once_through_kills_and_broker_bounces(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
 ) -> None:
@@ -57,7 +57,7 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
         )
         for topic, (parts, codec, n) in topics.items()
     ]
-    config = mirror_config(name, source, target, rf"{prefix}-.*", **{"tasks.max": "2"})
+    config = mirror_config(name, source, target, rf"{prefix}-.*", **{"tasks.max": "2", "mirror.mode": mode})
     proc = mirror(config).start()
     group = f"connect-{name}"
     target_partitions = [(f"source.{t}", p) for t, (parts, _, _) in topics.items() for p in range(parts)]

@@ -47,9 +47,12 @@ def tricky_records(partitions: int, n: int = 120, *, null_keys: bool = True) -> 
     return out
 
 
-@pytest.mark.parametrize("policy", ["DefaultReplicationPolicy", "IdentityReplicationPolicy"])
+@pytest.mark.parametrize(
+    ("policy", "mode"),
+    [("DefaultReplicationPolicy", "raw"), ("IdentityReplicationPolicy", "raw"), ("DefaultReplicationPolicy", "record")],
+)
 def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, policy: str
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, policy: str, mode: str
 ) -> None:
     name, topic = unique("basic"), unique("orders")
     target_topic = f"source.{topic}" if policy.startswith("Default") else topic
@@ -65,7 +68,8 @@ def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
         ],
         ProduceSpec(transactional_id=unique("tx"), compression="zstd"),
     )
-    proc = mirror(mirror_config(name, source, target, topic, **{"replication.policy.class": policy})).start()
+    overrides = {"replication.policy.class": policy, "mirror.mode": mode}
+    proc = mirror(mirror_config(name, source, target, topic, **overrides)).start()
     try:
         group = f"connect-{name}"
         wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "the mirror to catch up")
@@ -247,7 +251,7 @@ def test_at_least_once_mode_commits_offsets_after_delivery(
     try:
         wait_until(lambda: shadow_caught_up(source, topic, target, f"source.{topic}", group), 60, "catch up")
         assert_exact_mirror(source, topic, target, f"source.{topic}", group)  # a clean run has no duplicates
-        assert "at-least-once (idempotent producer) mode" in proc.log_text()
+        assert "at-least-once (idempotent producer)" in proc.log_text()
     finally:
         assert proc.stop() == 0, proc.log_tail()
 
@@ -285,4 +289,5 @@ def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(
     log = proc.log_text()
     assert "FAILED" in log and f"{topic}-0" in log and "too large" in log.lower(), log
     assert read_all(target.bootstrap_servers, topic) == {0: []}, "nothing of the failed transaction is visible"
-    assert committed_offsets(target.bootstrap_servers, f"connect-{name}", [(topic, 0)]) == {(topic, 0): -1001}
+    # At most the resolved start offset was saved (raw mode saves it in a cycle of its own); never past it.
+    assert committed_offsets(target.bootstrap_servers, f"connect-{name}", [(topic, 0)])[(topic, 0)] in (-1001, 0)

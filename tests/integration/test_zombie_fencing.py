@@ -12,6 +12,8 @@ from __future__ import annotations
 import signal
 import time
 
+import pytest
+
 from mirror_sink.devkafka.backends import KafkaEndpoint
 from mirror_sink.devkafka.data import create_topic, read_all
 from tests.integration.conftest import MirrorFactory
@@ -31,8 +33,9 @@ RECORDS = 12_000
 SESSION_TIMEOUT_MS = 6000
 
 
+@pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_stalled_task_never_commits_after_its_partitions_moved(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
 ) -> None:
     name, topic = unique("zombie"), unique("zombie")
     create_topic(source.bootstrap_servers, topic, PARTITIONS)
@@ -55,6 +58,7 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
         **{
             "transaction.boundary.interval.ms": "1000",
             "target.cluster.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "mirror.mode": mode,
         },
     )
     zombie, survivor = mirror(config, "zombie").start(), mirror(config, "survivor").start()

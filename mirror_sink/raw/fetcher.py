@@ -1,0 +1,266 @@
+"""Raw read_committed Fetch from the source: whole record batches, never decompressed.
+
+One Fetch request in flight per source leader, carrying every assigned partition it leads that
+has room in its queue; each request reserves its ``max_bytes`` from the memory budget first and
+waits when the budget is spent. Responses are checked (CRC), filtered (control batches and aborted
+transactions dropped) and queued per partition as ``Fetched`` items in offset order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.future import Future
+from kafka.protocol.consumer import FetchRequest
+
+from mirror_sink.errors import TaskFailure
+from mirror_sink.raw.batches import (
+    HEADER_SIZE,
+    BatchHeader,
+    CorruptBatch,
+    control_type,
+    parse_header,
+    split_batches,
+    verify_crc,
+)
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
+from mirror_sink.raw.wire import RETRY_LATER, WireClient, error_name
+
+SourceTP = tuple[str, int]
+
+_READ_COMMITTED = 1
+_OFFSET_OUT_OF_RANGE = 1
+_FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
+#: Smallest reservation worth a request: below it the fetcher waits for acknowledgements.
+_MIN_FETCH_BYTES = 64 * 1024
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Fetched:
+    """One source batch in offset order, or a run of offsets with nothing to forward.
+
+    ``batch`` is a writable view of the batch (None for control batches, aborted or empty ones);
+    ``start`` is the first offset still to mirror when it was fetched (earlier records of the
+    batch were mirrored already); ``next_offset`` is where the partition continues after it.
+    """
+
+    batch: memoryview | None
+    header: BatchHeader | None  # None for the old v0/v1 format
+    start: int
+    next_offset: int
+
+    @property
+    def size(self) -> int:
+        """Bytes held against the memory budget."""
+        return len(self.batch) if self.batch is not None else 0
+
+
+@dataclass
+class _Partition:
+    position: int  # next offset to fetch
+    queue: deque[Fetched] = field(default_factory=deque)
+    queued_bytes: int = 0
+    generation: int = 0  # bumped by seek/unassign: an in-flight response for an older one is dropped
+
+
+@dataclass
+class _InFlight:
+    future: Future
+    reserved: int
+    generations: dict[SourceTP, int]
+
+
+class RawFetcher:
+    """Keeps the assigned source partitions' queues filled, within the memory budget."""
+
+    def __init__(
+        self,
+        wire: WireClient,
+        budget: MemoryBudget,
+        *,
+        fetch_max_bytes: int,
+        partition_max_bytes: int,
+        max_wait_ms: int,
+    ) -> None:
+        self.wire = wire
+        self.budget = budget
+        self.fetch_max_bytes = fetch_max_bytes
+        self.partition_max_bytes = partition_max_bytes
+        self.max_wait_ms = max_wait_ms
+        self._parts: dict[SourceTP, _Partition] = {}
+        self._inflight: dict[Any, _InFlight] = {}
+        wire.negotiate(FetchRequest, _FETCH_VERSION, _FETCH_VERSION)
+
+    # -- assignment -----------------------------------------------------------------------------
+    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+        """Start reading ``starts``' partitions at their offsets."""
+        for tp, offset in starts.items():
+            self._parts[tp] = _Partition(offset)
+
+    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+        """Stop reading ``partitions``; their queued data is dropped."""
+        for tp in partitions:
+            part = self._parts.pop(tp, None)
+            if part is not None:
+                self._drop_queue(part)
+
+    def seek(self, offsets: Mapping[SourceTP, int]) -> None:
+        """Read again from ``offsets`` (after an abort): queued and in-flight data is dropped."""
+        for tp, offset in offsets.items():
+            part = self._parts[tp]
+            self._drop_queue(part)
+            part.position = offset
+            part.generation += 1
+
+    def _drop_queue(self, part: _Partition) -> None:
+        self.budget.give_back(part.queued_bytes)
+        part.queue.clear()
+        part.queued_bytes = 0
+
+    @property
+    def partitions(self) -> list[SourceTP]:
+        """The assigned partitions."""
+        return list(self._parts)
+
+    def queue(self, tp: SourceTP) -> deque[Fetched]:
+        """``tp``'s fetched items, oldest first (the caller pops what it takes and calls ``taken``)."""
+        return self._parts[tp].queue
+
+    def taken(self, tp: SourceTP, item: Fetched) -> None:
+        """``item`` left ``tp``'s queue; its bytes stay charged until ``release``."""
+        part = self._parts.get(tp)
+        if part is not None:
+            part.queued_bytes -= item.size
+
+    def release(self, nbytes: int) -> None:
+        """Bytes acknowledged by the target (or dropped) return to the budget."""
+        self.budget.give_back(nbytes)
+
+    # -- fetching -------------------------------------------------------------------------------
+    def fill(self) -> None:
+        """Send a Fetch to every leader with no request in flight, as far as the budget allows."""
+        by_leader: dict[Any, list[SourceTP]] = {}
+        for tp, part in self._parts.items():
+            if part.queued_bytes >= self.partition_max_bytes:
+                continue  # enough waiting for this partition: leave the budget to the others
+            leader = self.wire.leader(*tp)
+            if leader is not None and leader not in self._inflight:
+                by_leader.setdefault(leader, []).append(tp)
+        for leader, tps in by_leader.items():
+            # A quarter of the budget per response at most: the network layer holds a response
+            # twice while decoding it, so the copies in flight stay a fraction of the budget.
+            reserve = min(
+                self.fetch_max_bytes, self.budget.available, self.budget.limit // 4, len(tps) * self.partition_max_bytes
+            )
+            if reserve < min(_MIN_FETCH_BYTES, self.budget.limit // 4) or not self.wire.ready(leader):
+                continue
+            self.budget.take(reserve)
+            request = self._request(tps, reserve)
+            self._inflight[leader] = _InFlight(
+                self.wire.send(leader, request), reserve, {tp: self._parts[tp].generation for tp in tps}
+            )
+
+    def _request(self, tps: list[SourceTP], max_bytes: int) -> FetchRequest:
+        f = FetchRequest
+        topics: dict[str, list[Any]] = {}
+        for topic, p in tps:
+            topics.setdefault(topic, []).append(
+                f.FetchTopic.FetchPartition(
+                    partition=p,
+                    current_leader_epoch=-1,
+                    fetch_offset=self._parts[(topic, p)].position,
+                    last_fetched_epoch=-1,
+                    log_start_offset=-1,
+                    partition_max_bytes=min(self.partition_max_bytes, max_bytes),
+                )
+            )
+        return f(
+            version=_FETCH_VERSION,
+            replica_id=-1,
+            max_wait_ms=self.max_wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=_READ_COMMITTED,
+            session_id=0,
+            session_epoch=-1,
+            topics=[f.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+
+    def collect(self) -> bool:
+        """Queue the data of completed fetches; True if any completed."""
+        done = [leader for leader, f in self._inflight.items() if f.future.is_done]
+        for leader in done:
+            flight = self._inflight.pop(leader)
+            self.budget.give_back(flight.reserved)
+            if flight.future.failed():
+                log.warning("fetch from source broker %s failed (retrying): %s", leader, flight.future.exception)
+                self.wire.refresh_metadata()
+                continue
+            for topic in flight.future.value.responses:
+                for pd in topic.partitions:
+                    tp = (topic.topic, pd.partition_index)
+                    part = self._parts.get(tp)
+                    if part is not None and flight.generations.get(tp) == part.generation:
+                        self._take_response(tp, part, pd)
+        return bool(done)
+
+    def _take_response(self, tp: SourceTP, part: _Partition, pd: Any) -> None:
+        where = f"source partition {tp[0]}-{tp[1]}"
+        if pd.error_code == _OFFSET_OUT_OF_RANGE:
+            raise TaskFailure(
+                f"{where}: offset {part.position} no longer exists (deleted by retention before it was mirrored?)"
+            )
+        if pd.error_code in RETRY_LATER:
+            log.info("%s: %s; refreshing metadata", where, error_name(pd.error_code))
+            self.wire.refresh_metadata()
+            return
+        if pd.error_code:
+            raise TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
+        if not pd.records:
+            return
+        # The one copy the raw path makes: a writable buffer so headers can be rewritten in place.
+        # The response's own bytes are dropped at once rather than with the whole response.
+        buf = memoryview(bytearray(pd.records))
+        pd.records = None
+        committed = ReadCommittedFilter((a.producer_id, a.first_offset) for a in pd.aborted_transactions or ())
+        for base, magic, view in split_batches(buf):
+            if magic < 2:
+                # v0/v1: the wrapper's offset is its last record's; the fallback re-encodes it.
+                if base >= part.position:
+                    self._queue(part, Fetched(view, None, part.position, base + 1))
+                continue
+            header = parse_header(view)
+            if header.next_offset <= part.position:
+                continue
+            try:
+                verify_crc(view, header)
+            except CorruptBatch as exc:
+                raise TaskFailure(f"{where}: corrupt batch, not mirrored: {exc}") from exc
+            control = control_type(view) if header.is_control and len(view) > HEADER_SIZE else None
+            verdict = committed.verdict(header, control)
+            if verdict is not Verdict.FORWARD or header.record_count == 0:
+                self._queue(part, Fetched(None, header, part.position, header.next_offset))
+            else:
+                self._queue(part, Fetched(view, header, part.position, header.next_offset))
+
+    def _queue(self, part: _Partition, item: Fetched) -> None:
+        part.queue.append(item)
+        part.queued_bytes += item.size
+        self.budget.take(item.size)
+        part.position = item.next_offset
+
+    def close(self) -> None:
+        """Drop everything queued and close the connections."""
+        for part in self._parts.values():
+            self._drop_queue(part)
+        self._parts.clear()
+        self.wire.close()

@@ -1,0 +1,32 @@
+"""One byte budget for everything fetched and not yet acknowledged by the target (KIP-283's lesson).
+
+Memory then depends on this one number, not on the partition count times the fetch sizes: the
+fetcher reserves a request's whole ``max_bytes`` before sending it and waits when the budget is
+spent; bytes return to the budget when the target acknowledges them (or they are dropped).
+"""
+
+from __future__ import annotations
+
+
+class MemoryBudget:
+    """Bytes in use against a limit (single-threaded: the task thread owns it)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.peak = 0
+
+    @property
+    def available(self) -> int:
+        """Bytes that may still be reserved."""
+        return max(self.limit - self.used, 0)
+
+    def take(self, n: int) -> None:
+        """Account ``n`` more bytes (a response may exceed its reservation by one batch; that is
+        counted here too, so the next fetch waits longer)."""
+        self.used += n
+        self.peak = max(self.peak, self.used)
+
+    def give_back(self, n: int) -> None:
+        """Return ``n`` bytes."""
+        self.used -= n

@@ -1,0 +1,229 @@
+"""Raw mode (KIP-712 shallow mirroring): source batches forwarded byte for byte in target transactions.
+
+Each fetched batch is checked (CRC), filtered (read_committed), and either forwarded with only its
+header rewritten, or, when the target would reject it as it is, re-encoded in the same cycle (the
+per-batch fallback, counted and logged with its reason). Fetching and producing overlap: while
+the target acknowledges one round of batches the next is being fetched, all within one memory budget.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import ConfigResource
+
+from mirror_sink import clients
+from mirror_sink.committers import Committer
+from mirror_sink.data_path import Copied, SourceTP
+from mirror_sink.errors import TaskFailure
+from mirror_sink.raw.batches import CODECS, forward_problem
+from mirror_sink.raw.fetcher import Fetched, RawFetcher
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.producer import RawProducer
+from mirror_sink.raw.reencode import reencode
+from mirror_sink.raw.wire import WireClient
+
+TargetTP = tuple[str, int]
+
+#: Batches per partition queued for the producer beyond those in flight.
+_QUEUED_PER_PARTITION = 5
+_DEFAULT_FETCH_MAX_BYTES = 50 * 1024 * 1024
+_DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024
+_DEFAULT_TARGET_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
+
+
+class RawPath:
+    """Fetcher + raw producer for one task; the producer is the cycle's committer."""
+
+    def __init__(
+        self,
+        *,
+        source_props: Mapping[str, str],
+        target_props: Mapping[str, str],
+        target_admin_props: Mapping[str, str],
+        client_id: str,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        group_id: str,
+        memory_bytes: int,
+        chunk_bytes: int,
+        log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+    ) -> None:
+        self.log = log
+        self.budget = MemoryBudget(memory_bytes)
+        fetch_max = int(source_props.get("fetch.max.bytes", _DEFAULT_FETCH_MAX_BYTES))
+        partition_max = int(source_props.get("max.partition.fetch.bytes", _DEFAULT_PARTITION_MAX_BYTES))
+        # A response may exceed its max_bytes by one batch (the first, so progress is always made).
+        frame_max = max(fetch_max, memory_bytes) + 2 * max(partition_max, _DEFAULT_TARGET_MAX_MESSAGE_BYTES)
+        source = WireClient(source_props, "source", f"{client_id}-raw-fetcher", frame_max)
+        try:
+            target = WireClient(target_props, "target", f"{client_id}-raw-producer", 16 * 1024 * 1024)
+        except Exception:
+            source.close()
+            raise
+        self.fetcher = RawFetcher(
+            source,
+            self.budget,
+            fetch_max_bytes=fetch_max,
+            partition_max_bytes=partition_max,
+            max_wait_ms=int(source_props.get("fetch.wait.max.ms", 100)),
+        )
+        self.producer = RawProducer(
+            target,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=transaction_timeout_ms,
+            group_id=group_id,
+            release=self.fetcher.release,
+            request_max_bytes=max(1 << 20, min(memory_bytes // 8, 16 << 20)),
+        )
+        self.committer: Committer = self.producer
+        self._admin_props = dict(target_admin_props)
+        self._client_id = client_id
+        self._chunk_bytes = chunk_bytes
+        self._limits: dict[str, int] = {}
+        self._position: dict[SourceTP, int] = {}
+        self.forwarded = 0
+        self.reencoded: Counter[str] = Counter()
+        self._explained: set[tuple[SourceTP, str]] = set()
+
+    # -- DataPath -------------------------------------------------------------------------------
+    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+        """Fetch these partitions from these offsets."""
+        self.fetcher.assign(starts)
+        self._position.update(starts)
+
+    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+        """Stop fetching these partitions."""
+        tps = list(partitions)
+        self.fetcher.unassign(tps)
+        for tp in tps:
+            self._position.pop(tp, None)
+
+    def rewind(self, offsets: Mapping[SourceTP, int]) -> None:
+        """Fetch again from the committed offsets; what was fetched since is dropped."""
+        self.fetcher.seek(offsets)
+        self._position.update(offsets)
+
+    def positions(self, committed: Mapping[SourceTP, int]) -> dict[SourceTP, int]:
+        """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
+        return {tp: self._position.get(tp, offset) for tp, offset in committed.items()}
+
+    def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
+        """Fetch, hand ready batches to the producer, collect acknowledgements."""
+        self.fetcher.fill()
+        producing = self.producer.backlog > 0
+        if producing:
+            # Two clusters, two selectors: wait on the target's acknowledgements in short slices
+            # so fetch responses are picked up too.
+            self.producer.wire.poll(min(wait_s, 0.005))
+            self.fetcher.wire.poll(0)
+        else:
+            self.fetcher.wire.poll(0 if self._anything_queued() else wait_s)
+        self.fetcher.collect()
+        copied = self._take(target_of)
+        self.producer.pump()
+        self.producer.reap()
+        return copied
+
+    def close(self, *, abandon: bool = False) -> None:
+        """Close both clusters' connections."""
+        self.fetcher.close()
+        self.producer.close()
+
+    def describe(self) -> str:
+        """Batch counts for progress logs."""
+        fallback = ", ".join(f"{n} {why}" for why, n in sorted(self.reencoded.items())) or "none"
+        peak = self.budget.peak / 1e6
+        return (
+            f"raw mode: {self.forwarded} batches forwarded as they are, re-encoded: {fallback}; "
+            f"memory peak {peak:.1f} MB"
+        )
+
+    # -- internals ------------------------------------------------------------------------------
+    def _anything_queued(self) -> bool:
+        return any(self.fetcher.queue(tp) for tp in self.fetcher.partitions)
+
+    def _take(self, target_of: Mapping[str, str]) -> Copied:
+        """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds)."""
+        plan: list[tuple[SourceTP, TargetTP, Fetched]] = []
+        planned_bytes = 0
+        for tp in self.fetcher.partitions:
+            queue = self.fetcher.queue(tp)
+            target_tp = (target_of[tp[0]], tp[1])
+            room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
+            while queue and room > 0 and planned_bytes < self._chunk_bytes:
+                item = queue.popleft()
+                self.fetcher.taken(tp, item)
+                plan.append((tp, target_tp, item))
+                planned_bytes += item.size
+                room -= item.batch is not None
+        if not plan:
+            return Copied()
+        self.committer.begin()
+        self.producer.add_partitions({t for _, t, item in plan if item.batch is not None})
+        records = nbytes = 0
+        for tp, target_tp, item in plan:
+            if item.batch is not None:
+                r, b = self._send(tp, target_tp, item)
+                records += r
+                nbytes += b
+            self._position[tp] = item.next_offset
+        return Copied(records, nbytes)
+
+    def _send(self, tp: SourceTP, target_tp: TargetTP, item: Fetched) -> tuple[int, int]:
+        assert item.batch is not None
+        limit = self._max_message_bytes(target_tp[0])
+        header = item.header
+        why = "message format v0/v1" if header is None else forward_problem(header, item.start, limit)
+        if why is None:
+            assert header is not None
+            self.producer.send(target_tp, item.batch, header.record_count, item.size, header.base_offset)
+            self.forwarded += 1
+            return header.record_count, item.size
+        kind = "old format" if header is None else _kind(why)
+        self.reencoded[kind] += 1
+        if (tp, kind) not in self._explained:
+            self._explained.add((tp, kind))
+            self.log.info("re-encoding a batch of %s-%d (%s); further ones counted in progress logs", *tp, why)
+        codec = header.codec if header is not None else int(item.batch[17]) & 0x07
+        where = f"source partition {tp[0]}-{tp[1]} (codec {CODECS.get(codec, codec)})"
+        rebuilt = reencode(item.batch, codec, item.start, limit, where)
+        records = 0
+        for i, built in enumerate(rebuilt):
+            count = int.from_bytes(built[57:61], "big")
+            charge = item.size if i == len(rebuilt) - 1 else 0
+            self.producer.send(target_tp, memoryview(built), count, charge, item.start)
+            records += count
+        if not rebuilt:
+            self.fetcher.release(item.size)
+        return records, sum(len(b) for b in rebuilt)
+
+    def _max_message_bytes(self, topic: str) -> int:
+        limit = self._limits.get(topic)
+        if limit is None:
+            limit = self._limits[topic] = self._describe_limit(topic)
+        return limit
+
+    def _describe_limit(self, topic: str) -> int:
+        admin = clients.admin(self._admin_props, f"{self._client_id}-raw-admin")
+        try:
+            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+            entries = next(iter(futures.values())).result(30)
+        except KafkaException as exc:
+            raise TaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
+        entry = entries.get("max.message.bytes")
+        return int(entry.value) if entry is not None and entry.value else _DEFAULT_TARGET_MAX_MESSAGE_BYTES
+
+
+def _kind(why: str) -> str:
+    """A short metric label for a fallback reason."""
+    if why.startswith("starts at"):
+        return "mid-batch start"
+    if why.startswith("offset gaps"):
+        return "compacted"
+    if "max.message.bytes" in why:
+        return "too large"
+    return why

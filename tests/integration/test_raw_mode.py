@@ -1,0 +1,196 @@
+"""Raw mode (KIP-712) on real brokers: bytes kept, the per-batch fallback, the memory budget."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from functools import partial
+
+import psutil
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from mirror_sink.devkafka.backends import KafkaEndpoint
+from mirror_sink.devkafka.data import ProduceSpec, Rec, create_topic, produce, read_all
+from mirror_sink.raw.batches import HEADER_SIZE
+from tests.integration.conftest import MirrorFactory
+from tests.integration.harness import (
+    MirrorProcess,
+    Unique,
+    assert_exact_mirror,
+    committed_data_batches,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
+from tests.integration.test_mirror_task import tricky_records
+
+RAW = {"mirror.mode": "raw"}
+
+
+def _final_progress(proc: MirrorProcess) -> str:
+    lines = [line for line in proc.log_text().splitlines() if "raw mode:" in line]
+    assert lines, proc.log_tail()
+    return lines[-1]
+
+
+def test_forwarded_batches_keep_their_compressed_bytes_for_every_codec(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, prefix = unique("bytes"), unique("bytes")
+    codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
+    for codec in codecs:
+        topic = f"{prefix}-{codec}"
+        create_topic(source.bootstrap_servers, topic, 2)
+        # Several batches per partition, with keys, nulls, headers and timestamps in them.
+        spec = ProduceSpec(compression=codec, batch_bytes=4096)
+        produce(source.bootstrap_servers, topic, tricky_records(2, 300, null_keys=False), spec)
+    proc = mirror(mirror_config(name, source, target, rf"{prefix}-.*", **RAW)).start()
+    try:
+        group = f"connect-{name}"
+        for codec in codecs:
+            topic = f"{prefix}-{codec}"
+            wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 60, topic)
+            assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    assert "starting in raw mode" in proc.log_text()
+    assert "re-encoded: none" in _final_progress(proc)
+    for codec in codecs:
+        topic = f"{prefix}-{codec}"
+        for p in range(2):
+            src = committed_data_batches(source.bootstrap_servers, topic, p)
+            dst = committed_data_batches(target.bootstrap_servers, f"source.{topic}", p)
+            assert len(src) > 1 and len(dst) == len(src), f"{topic}-{p}: {len(src)} source, {len(dst)} target batches"
+            for i, (a, b) in enumerate(zip(src, dst, strict=True)):
+                assert a[21] & 0x07 == b[21] & 0x07, f"{topic}-{p} batch {i}: codec changed"
+                assert a[HEADER_SIZE:] == b[HEADER_SIZE:], f"{topic}-{p} batch {i}: payload bytes differ"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{prefix}-zstd")
+    assert admin.describe_configs([res])[res].result(30)["compression.type"].value == "producer"
+
+
+def _has_offset_gaps(bootstrap: str, topic: str) -> bool:
+    """True once compaction left a batch whose record count is below its offset span."""
+    for batch in committed_data_batches(bootstrap, topic, 0):
+        last_delta = int.from_bytes(batch[23:27], "big")
+        count = int.from_bytes(batch[57:61], "big")
+        if count != last_delta + 1:
+            return True
+    return False
+
+
+def test_a_compacted_source_with_offset_gaps_mirrors_exactly(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, topic = unique("compacted"), unique("compacted")
+    compact_fast = {
+        "cleanup.policy": "compact",
+        "segment.ms": "100",
+        "min.cleanable.dirty.ratio": "0.001",
+        "min.compaction.lag.ms": "0",
+        "delete.retention.ms": "100",
+    }
+    create_topic(source.bootstrap_servers, topic, 1, compact_fast)
+    # 40 keys in one batch, then the even ones overwritten: compaction leaves holes inside that batch.
+    spec = ProduceSpec(compression="lz4", batch_bytes=8192)
+    for round_ in range(25):
+        keys = [k for k in range(40) if round_ == 0 or k % 2 == 0]
+        produce(source.bootstrap_servers, topic, [Rec(b"key-%d" % k, b"v%d-" % round_ * 30) for k in keys], spec)
+        time.sleep(0.2)  # let segments roll (segment.ms) so the cleaner can work on them
+    wait_until(lambda: _has_offset_gaps(source.bootstrap_servers, topic), 120, "the log cleaner to leave gaps")
+    proc = mirror(mirror_config(name, source, target, topic, **RAW)).start()
+    try:
+        group = f"connect-{name}"
+        wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 60, "catch up")
+        assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    assert re.search(r"re-encoding a batch of \S+-0 \(offset gaps", proc.log_text()), proc.log_tail()
+    assert re.search(r"re-encoded: \d+ compacted", _final_progress(proc))
+
+
+def test_a_start_inside_a_batch_mirrors_only_the_records_from_there(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, topic, group = unique("midbatch"), unique("midbatch"), unique("app")
+    create_topic(source.bootstrap_servers, topic, 1)
+    records = [Rec(b"k%d" % i, b"value-%d" % i) for i in range(100)]
+    produce(source.bootstrap_servers, topic, records, ProduceSpec(compression="zstd", linger_ms=200))
+    assert len(committed_data_batches(source.bootstrap_servers, topic, 0)) == 1, "one batch holds every record"
+    app = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": group})
+    app.commit(offsets=[TopicPartition(topic, 0, 37)], asynchronous=False)
+    app.close()
+    config = mirror_config(
+        name, source, target, topic, **RAW, **{"offset.fallback": "source-group", "offset.fallback.group.id": group}
+    )
+    proc = mirror(config).start()
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", f"connect-{name}"), 60, "mirror")
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    mirrored = read_all(target.bootstrap_servers, f"source.{topic}")[0]
+    assert [r.content() for r in mirrored] == [r.content() for r in read_all(source.bootstrap_servers, topic)[0][37:]]
+    assert "re-encoded: 1 mid-batch start" in _final_progress(proc)
+
+
+BUDGET = 24 * 1024 * 1024
+#: What a mirror process holds besides the budgeted data: about 70 MiB for the interpreter,
+#: librdkafka's clients and kafka-python, plus the network layer's transient copies (a response
+#: being decoded, at most a quarter of the budget, held twice; produce requests being sent).
+FIXED_OVERHEAD = 100 * 1024 * 1024
+
+
+def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_sizes(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    name, topic = unique("memory"), unique("memory")
+    partitions = 200
+    create_topic(source.bootstrap_servers, topic, partitions)
+    # 200 partitions x 400 KB of incompressible data (80 MB): with these fetch sizes an unbounded
+    # fetcher would hold all of it at once.
+    per_partition = 20
+    records = [Rec(None, os.urandom(20_000), partition=p) for p in range(partitions) for _ in range(per_partition)]
+    produce(source.bootstrap_servers, topic, records, ProduceSpec(batch_bytes=200_000))
+    config = mirror_config(
+        name,
+        source,
+        target,
+        topic,
+        **RAW,
+        **{
+            "buffer.memory": str(BUDGET),
+            "source.cluster.consumer.fetch.max.bytes": str(500 << 20),
+            "source.cluster.consumer.max.partition.fetch.bytes": str(50 << 20),
+        },
+    )
+    proc = mirror(config).start()
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        process = psutil.Process(proc.pid)
+        while not done.is_set():
+            try:
+                peak = max(peak, process.memory_info().rss)
+            except psutil.NoSuchProcess:
+                return
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        group = f"connect-{name}"
+        wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 180, "catch up")
+    finally:
+        done.set()
+        sampler.join(5)
+        assert proc.stop() == 0, proc.log_tail()
+    assert sum(len(v) for v in read_all(target.bootstrap_servers, f"source.{topic}").values()) == len(records)
+    budget_peak = float(re.findall(r"memory peak ([\d.]+) MB", _final_progress(proc))[-1]) * 1e6
+    print(f"peak RSS {peak / 2**20:.0f} MiB; budget {BUDGET / 2**20:.0f} MiB, used at most {budget_peak / 2**20:.1f}")
+    assert budget_peak <= BUDGET + 2 * 200_000, "the fetcher kept within its budget (plus one oversized batch)"
+    assert peak < BUDGET + FIXED_OVERHEAD, f"peak RSS {peak / 2**20:.0f} MiB"

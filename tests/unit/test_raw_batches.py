@@ -1,0 +1,311 @@
+"""Raw mode's pure logic: v2 headers, CRC, read_committed filtering, the per-batch fallback."""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from mirror_sink.errors import TaskFailure
+from mirror_sink.raw.batches import (
+    CONTROL,
+    HEADER,
+    HEADER_SIZE,
+    TIMESTAMP_LOG_APPEND,
+    TRANSACTIONAL,
+    BatchHeader,
+    CorruptBatch,
+    control_type,
+    forward_problem,
+    parse_header,
+    rewrite_in_place,
+    split_batches,
+    verify_crc,
+)
+from mirror_sink.raw.fetcher import RawFetcher
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.producer import parse_group_metadata
+from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
+from mirror_sink.raw.reencode import reencode
+from mirror_sink.raw.wire import unsupported
+
+Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
+
+records_st = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=40)),
+        st.one_of(st.none(), st.binary(max_size=300)),
+        st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=2),
+        st.integers(min_value=0, max_value=2**41),
+    ),
+    min_size=1,
+    max_size=30,
+)
+codec_st = st.sampled_from([0, 1, 2, 3, 4])
+
+
+def build(
+    records: list[Record],
+    codec: int = 0,
+    *,
+    offsets: list[int] | None = None,
+    base_offset: int = 0,
+    attributes_extra: int = 0,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+) -> bytearray:
+    """A v2 batch as a source broker would return it (base offset and extra attribute bits set)."""
+    builder = DefaultRecordBatchBuilder(2, codec, False, *producer, batch_size=10**7)
+    for delta, (key, value, headers, ts) in zip(offsets or range(len(records)), records, strict=True):
+        builder.append(delta, ts, key, value, headers)
+    batch = bytearray(builder.build())
+    struct.pack_into(">q", batch, 0, base_offset)
+    if attributes_extra:
+        (attrs,) = struct.unpack_from(">h", batch, 21)
+        struct.pack_into(">h", batch, 21, attrs | attributes_extra)
+    _recrc(batch)
+    return batch
+
+
+def _recrc(batch: bytearray) -> None:
+    import crc32c
+
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[21:]))
+
+
+def decoded(batch: bytes | bytearray) -> list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]:
+    """(offset, key, value, headers) as a consumer sees them."""
+    return [(r.offset, r.key, r.value, list(r.headers)) for r in DefaultRecordBatch(bytes(batch))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    records_st,
+    codec_st,
+    st.tuples(st.integers(0, 2**62), st.integers(0, 2**15 - 1), st.integers(0, 2**31 - 1)),
+    st.booleans(),
+)
+def test_rewrite_changes_only_the_header_and_keeps_a_valid_crc(
+    records: list[Record], codec: int, producer: tuple[int, int, int], transactional: bool
+) -> None:
+    pid, epoch, seq = producer
+    source = build(records, codec, base_offset=12345, attributes_extra=TIMESTAMP_LOG_APPEND)
+    original = bytes(source)
+    view = memoryview(source)
+    source_codec = parse_header(view).codec  # the builder leaves data it cannot shrink uncompressed
+    verify_crc(view, parse_header(view))
+    rewrite_in_place(view, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=transactional)
+    header = parse_header(view)
+    verify_crc(view, header)  # the new CRC matches
+    assert source[HEADER_SIZE:] == original[HEADER_SIZE:], "the payload is untouched"
+    fields = HEADER.unpack_from(source)
+    assert fields[0] == 0 and fields[2] == -1  # base offset and leader epoch for the broker to assign
+    assert (header.producer_id, header.producer_epoch, fields[11]) == (pid, epoch, seq)
+    assert header.codec == source_codec and header.is_transactional is transactional
+    assert not header.attributes & (CONTROL | TIMESTAMP_LOG_APPEND)
+    orig_fields = HEADER.unpack_from(original)
+    assert fields[6:9] == orig_fields[6:9], "lastOffsetDelta and timestamps kept"
+    assert fields[12] == orig_fields[12], "record count kept"
+    assert DefaultRecordBatch(bytes(source)).validate_crc()
+    assert [r[1:] for r in decoded(source)] == [(k, v, h) for k, v, h, _ in records]
+
+
+@settings(max_examples=40, deadline=None)
+@given(records_st, codec_st, st.data())
+def test_a_corrupt_batch_is_detected(records: list[Record], codec: int, data: st.DataObject) -> None:
+    batch = build(records, codec)
+    pos = data.draw(st.integers(21, len(batch) - 1))
+    batch[pos] ^= data.draw(st.integers(1, 255))
+    with pytest.raises(CorruptBatch, match="CRC"):
+        verify_crc(memoryview(batch), parse_header(memoryview(batch)))
+
+
+@given(st.lists(records_st, min_size=1, max_size=5), st.integers(0, 60))
+def test_split_batches_yields_whole_batches_and_drops_a_partial_tail(batches: list[list[Record]], cut: int) -> None:
+    built = [build(r, base_offset=i * 100) for i, r in enumerate(batches)]
+    buf = b"".join(built)
+    found = list(split_batches(memoryview(buf)))
+    assert [bytes(v) for _, _, v in found] == [bytes(b) for b in built]
+    truncated = buf[: len(buf) - 1 - min(cut, len(built[-1]) - 2)]
+    assert len(list(split_batches(memoryview(truncated)))) == len(built) - 1
+
+
+def _header(**kw: int) -> BatchHeader:
+    fields = {
+        "base_offset": 100,
+        "length": 500,
+        "magic": 2,
+        "crc": 0,
+        "attributes": 0,
+        "last_offset_delta": 9,
+        "producer_id": 1,
+        "producer_epoch": 0,
+        "record_count": 10,
+    }
+    fields.update(kw)
+    return BatchHeader(**fields)
+
+
+def test_forward_problem_names_every_broker_rule() -> None:
+    assert forward_problem(_header(), start_offset=100, max_batch_bytes=1000) is None
+    assert "offset gaps" in str(forward_problem(_header(record_count=7), 100, 1000))
+    assert "before the start offset" in str(forward_problem(_header(), 104, 1000))
+    assert "max.message.bytes 400" in str(forward_problem(_header(), 100, 400))
+    assert "message format v1" in str(forward_problem(_header(magic=1), 100, 1000))
+
+
+@settings(max_examples=40, deadline=None)
+@given(records_st, codec_st, st.data())
+def test_reencode_drops_records_before_the_start_and_closes_offset_gaps(
+    records: list[Record], codec: int, data: st.DataObject
+) -> None:
+    gaps = data.draw(st.lists(st.integers(1, 5), min_size=len(records), max_size=len(records)))
+    offsets = [sum(gaps[: i + 1]) - gaps[0] for i in range(len(records))]
+    batch = build(records, codec, offsets=offsets, base_offset=1000)
+    start_index = data.draw(st.integers(0, len(records) - 1))
+    start = 1000 + offsets[start_index]
+    header = parse_header(memoryview(batch))
+    if len(records) > 1 and offsets[-1] != len(records) - 1:
+        assert "offset gaps" in str(forward_problem(header, 1000, 10**7))
+    rebuilt = reencode(memoryview(batch), codec, start, 10**7, "t-0")
+    assert len(rebuilt) == 1
+    out = rebuilt[0]
+    out_header = parse_header(memoryview(out))
+    assert out_header.codec in (codec, 0)  # kept, unless compressing would not shrink the batch
+    assert forward_problem(out_header, 0, 10**7) is None, "the result passes every broker rule"
+    expected = [(k, v, h) for k, v, h, _ in records[start_index:]]
+    assert [r[1:] for r in decoded(out)] == expected
+    assert [r.timestamp for r in DefaultRecordBatch(bytes(out))] == [ts for *_, ts in records[start_index:]]
+
+
+def test_reencode_splits_a_batch_over_the_target_limit_and_fails_on_a_single_huge_record() -> None:
+    records: list[Record] = [(b"k%d" % i, bytes([i]) * 700, [], 1_700_000_000_000 + i) for i in range(20)]
+    batch = build(records, 0)
+    assert "max.message.bytes 3000" in str(forward_problem(parse_header(memoryview(batch)), 0, 3000))
+    parts = reencode(memoryview(batch), 0, 0, 3000, "t-0")
+    assert len(parts) > 1 and all(len(p) <= 3000 for p in parts)
+    assert [r[1:] for p in parts for r in decoded(p)] == [(k, v, h) for k, v, h, _ in records]
+    with pytest.raises(TaskFailure, match=r"record too large for the target: a record of t-0"):
+        reencode(memoryview(batch), 0, 0, 500, "t-0")
+
+
+def _control(pid: int, offset: int, marker: int) -> BatchHeader:
+    batch = build(
+        [(struct.pack(">hh", 0, marker), b"\0\0\0\0\0\0", [], 1)],
+        base_offset=offset,
+        attributes_extra=CONTROL | TRANSACTIONAL,
+        producer=(pid, 0, -1),
+    )
+    assert control_type(memoryview(batch)) == marker
+    return parse_header(memoryview(batch))
+
+
+def test_read_committed_skips_aborted_transactions_until_their_marker() -> None:
+    def data(pid: int, offset: int, transactional: bool = True) -> BatchHeader:
+        return _header(base_offset=offset, last_offset_delta=0, record_count=1, producer_id=pid,
+                       attributes=TRANSACTIONAL if transactional else 0)  # fmt: skip
+
+    filt = ReadCommittedFilter([(7, 1), (8, 10)])
+    steps = [
+        (data(7, 0), None, Verdict.FORWARD),  # before pid 7's aborted transaction starts
+        (data(7, 1), None, Verdict.SKIP_ABORTED),
+        (data(9, 2, transactional=False), None, Verdict.FORWARD),
+        (data(8, 3), None, Verdict.FORWARD),  # pid 8's aborted transaction starts later
+        (_control(7, 4, 0), 0, Verdict.SKIP_CONTROL),  # pid 7's ABORT marker ends it
+        (data(7, 5), None, Verdict.FORWARD),
+        (_control(8, 9, 1), 1, Verdict.SKIP_CONTROL),  # a COMMIT marker is dropped too
+        (data(8, 10), None, Verdict.SKIP_ABORTED),
+    ]
+    for header, marker, expected in steps:
+        assert filt.verdict(header, marker) is expected, header
+
+
+def test_group_metadata_from_librdkafka_is_parsed() -> None:
+    dynamic = b"CGMDv2:" + struct.pack("=i", 42) + b"connect-m\0rdkafka-abc\0\x01"
+    assert parse_group_metadata(dynamic) == (42, "rdkafka-abc", None)
+    static = b"CGMDv2:" + struct.pack("=i", -1) + b"g\0\0\0worker-1\0"
+    assert parse_group_metadata(static) == (-1, "", "worker-1")
+    with pytest.raises(TaskFailure, match="unknown consumer group metadata"):
+        parse_group_metadata(b"CGMDv9:....")
+
+
+def test_memory_budget_counts_peak_and_overdraft() -> None:
+    budget = MemoryBudget(100)
+    budget.take(80)
+    assert budget.available == 20
+    budget.take(50)  # one oversized batch may overdraw: the next fetch then waits
+    assert budget.available == 0 and budget.peak == 130
+    budget.give_back(130)
+    assert budget.available == 100
+
+
+def test_client_settings_the_raw_client_cannot_honour_are_named() -> None:
+    ok = {"bootstrap.servers": "x", "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512"}
+    assert unsupported(ok) == []
+    assert unsupported({**ok, "sasl.mechanism": "OAUTHBEARER", "ssl.keystore.location": "/k"}) == [
+        "sasl.mechanism=OAUTHBEARER",
+        "ssl.keystore.location",
+    ]
+
+
+class _Wire:
+    """Stands in for the network client: the fetcher only asks it which versions it may use."""
+
+    def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
+        return highest
+
+
+def _fetch_response(records: bytes, aborted: list[tuple[int, int]] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(
+        error_code=0,
+        records=records,
+        aborted_transactions=[SimpleNamespace(producer_id=p, first_offset=o) for p, o in aborted or []],
+    )
+
+
+def _fetcher(start: int = 0) -> RawFetcher:
+    fetcher = RawFetcher(
+        _Wire(),  # type: ignore[arg-type]
+        MemoryBudget(1 << 20),
+        fetch_max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        max_wait_ms=10,
+    )
+    fetcher.assign({("orders", 3): start})
+    return fetcher
+
+
+def test_a_corrupt_source_batch_is_never_queued_and_fails_the_task_naming_it() -> None:
+    good = build([(b"k", b"v" * 50, [], 1)] * 3, 3, base_offset=0)
+    bad = build([(b"k", b"v" * 50, [], 1)] * 3, 3, base_offset=3)
+    bad[-1] ^= 0x01
+    fetcher = _fetcher()
+    part = fetcher._parts[("orders", 3)]
+    with pytest.raises(TaskFailure, match=r"source partition orders-3: corrupt batch, not mirrored: batch at offset 3"):
+        fetcher._take_response(("orders", 3), part, _fetch_response(bytes(good + bad)))
+    queued = list(fetcher.queue(("orders", 3)))
+    assert [item.next_offset for item in queued] == [3], "only the batch before the corrupt one was queued"
+
+
+def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_skips() -> None:
+    committed = build([(b"a", b"1", [], 1)] * 2, 0, base_offset=0, attributes_extra=TRANSACTIONAL, producer=(5, 0, 0))
+    aborted = build([(b"b", b"2", [], 1)] * 2, 0, base_offset=2, attributes_extra=TRANSACTIONAL, producer=(6, 0, 0))
+    marker = build(
+        [(struct.pack(">hh", 0, 0), b"\0" * 6, [], 1)],
+        base_offset=4,
+        attributes_extra=CONTROL | TRANSACTIONAL,
+        producer=(6, 0, -1),
+    )
+    fetcher = _fetcher(start=1)  # starts inside the first batch
+    part = fetcher._parts[("orders", 3)]
+    fetcher._take_response(("orders", 3), part, _fetch_response(bytes(committed + aborted + marker), [(6, 2)]))
+    items = list(fetcher.queue(("orders", 3)))
+    assert [(i.batch is not None, i.start, i.next_offset) for i in items] == [
+        (True, 1, 2),
+        (False, 2, 4),
+        (False, 4, 5),
+    ]
+    assert part.position == 5
