@@ -1,11 +1,12 @@
 """Mirror throughput and cost: MB/s, CPU-seconds per GB and peak RSS of the mirror process.
 
-    .venv/bin/python -m bench.mirror_throughput --gb 1 --modes record-eos,record-alo
+    .venv/bin/python -m bench.mirror_throughput --gb 1 --codecs lz4,zstd,gzip --modes raw-eos,record-eos
 
 Starts its own local source and target clusters (under bench/results/clusters), writes the data
-once (1 KB JSON-like records, lz4, several partitions), then mirrors the same data with each mode
-in turn, in one run, so the figures compare side by side. Results go to stdout and
-bench/results/mirror_throughput.json. Not a test: numbers vary with the machine.
+once per codec (1 KB JSON-like records, several partitions, producer batches up to 1 MB), then
+mirrors the same data with each mode in turn, in one run, so the figures compare side by side.
+Results go to stdout and bench/results/mirror_throughput.json. Not a test: numbers vary with the
+machine.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ RECORD_BYTES = 1024
 PARTITIONS = 6
 
 MODES: dict[str, dict[str, str]] = {
-    "record-eos": {"transaction.producer": "true"},
-    "record-alo": {"transaction.producer": "false"},
+    "raw-eos": {"transaction.producer": "true", "mirror.mode": "raw"},
+    "record-eos": {"transaction.producer": "true", "mirror.mode": "record"},
+    "raw-alo": {"transaction.producer": "false", "mirror.mode": "raw"},
+    "record-alo": {"transaction.producer": "false", "mirror.mode": "record"},
     "spark-local2": {"transaction.producer": "true", "runtime": "spark"},  # Spark local[2], available-now
 }
 
@@ -41,6 +44,7 @@ MODES: dict[str, dict[str, str]] = {
 class Result:
     """One mode's figures."""
 
+    codec: str
     mode: str
     records: int
     megabytes: float
@@ -67,14 +71,14 @@ def json_like_values(n: int) -> list[bytes]:
     return out
 
 
-def write_source(bootstrap: str, topic: str, records: int) -> None:
-    """``records`` 1 KB records, lz4, producer batches up to 1 MB."""
+def write_source(bootstrap: str, topic: str, records: int, codec: str) -> None:
+    """``records`` 1 KB records compressed with ``codec``, producer batches up to 1 MB."""
     create_topic(bootstrap, topic, PARTITIONS)
     values = json_like_values(4096)
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "compression.type": "lz4",
+            "compression.type": codec,
             "linger.ms": 20,
             "batch.size": 1_000_000,
             "enable.idempotence": True,
@@ -95,7 +99,7 @@ def write_source(bootstrap: str, topic: str, records: int) -> None:
     print(f"  source ready: {records:,} records in {time.monotonic() - started:.1f} s", flush=True)
 
 
-def mirror_once(mode: str, src: str, tgt: str, topic: str, *, records: int, workdir: Path) -> Result:
+def mirror_once(mode: str, codec: str, src: str, tgt: str, topic: str, *, records: int, workdir: Path) -> Result:
     """Mirror ``topic`` with one mode in a fresh connector; measure the process."""
     name = f"bench-{mode}-{int(time.time())}"
     config = {
@@ -150,14 +154,17 @@ def mirror_once(mode: str, src: str, tgt: str, topic: str, *, records: int, work
     proc.terminate()
     proc.wait(60)
     megabytes = records * RECORD_BYTES / 1e6
-    return Result(mode, records, megabytes, seconds, megabytes / seconds, cpu, cpu / (megabytes / 1000), peak_rss / 1e6)
+    return Result(
+        codec, mode, records, megabytes, seconds, megabytes / seconds, cpu, cpu / (megabytes / 1000), peak_rss / 1e6
+    )
 
 
 def main() -> int:
     """Run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=1.0, help="uncompressed GB of 1 KB records")
-    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--modes", default="raw-eos,record-eos", help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--codecs", default="lz4", help="comma-separated source codecs: none, gzip, snappy, lz4, zstd")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     clusters = DevClusters(RESULTS / "clusters")
@@ -165,29 +172,36 @@ def main() -> int:
     clusters.up()
     src, tgt = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
     records = int(args.gb * 1e9 / RECORD_BYTES)
-    topic = f"bench-lz4-{int(time.time())}"
+    results: list[Result] = []
     try:
-        print(f"writing {args.gb} GB ({records:,} records of {RECORD_BYTES} B, lz4) to {topic}", flush=True)
-        write_source(src, topic, records)
-        results = []
-        for mode in args.modes.split(","):
-            print(f"mirroring with {mode}...", flush=True)
-            results.append(mirror_once(mode, src, tgt, topic, records=records, workdir=RESULTS))
-            r = results[-1]
-            print(
-                f"  {r.seconds:.1f} s, {r.mb_per_s:.1f} MB/s, {r.cpu_s_per_gb:.1f} CPU-s/GB, "
-                f"peak RSS {r.peak_rss_mb:.0f} MB"
-            )
+        for codec in args.codecs.split(","):
+            topic = f"bench-{codec}-{int(time.time())}"
+            print(f"writing {args.gb} GB ({records:,} records of {RECORD_BYTES} B, {codec}) to {topic}", flush=True)
+            write_source(src, topic, records, codec)
+            for mode in args.modes.split(","):
+                print(f"mirroring {codec} with {mode}...", flush=True)
+                results.append(mirror_once(mode, codec, src, tgt, topic, records=records, workdir=RESULTS))
+                r = results[-1]
+                print(
+                    f"  {r.seconds:.1f} s, {r.mb_per_s:.1f} MB/s, {r.cpu_s_per_gb:.1f} CPU-s/GB, "
+                    f"peak RSS {r.peak_rss_mb:.0f} MB"
+                )
     finally:
         clusters.down()
     machine = f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
     (RESULTS / "mirror_throughput.json").write_text(
         json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=2)
     )
-    print(f"\n| mode | MB/s | CPU-s/GB | peak RSS MB | seconds |  ({machine}, {args.gb} GB lz4 1 KB records)")
-    print("|---|---|---|---|---|")
+    print(f"\n({machine}, {args.gb} GB of 1 KB records per codec; CPU relative to record-eos of the same codec)")
+    print("| codec | mode | MB/s | CPU-s/GB | CPU vs record-eos | peak RSS MB | seconds |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r.mode} | {r.mb_per_s:.1f} | {r.cpu_s_per_gb:.1f} | {r.peak_rss_mb:.0f} | {r.seconds:.1f} |")
+        base = next((b for b in results if b.codec == r.codec and b.mode == "record-eos"), None)
+        ratio = f"{r.cpu_s_per_gb / base.cpu_s_per_gb:.0%}" if base else "-"
+        print(
+            f"| {r.codec} | {r.mode} | {r.mb_per_s:.1f} | {r.cpu_s_per_gb:.1f} | {ratio} | {r.peak_rss_mb:.0f} "
+            f"| {r.seconds:.1f} |"
+        )
     return 0
 
 

@@ -294,6 +294,8 @@ class LiveReader:
             }
         )
         self._consumer.assign([TopicPartition(t, p, 0) for t, p in partitions])
+        self._bootstrap = bootstrap
+        self._partitions = list(partitions)
         self._thread = threading.Thread(target=self._run, name="live-reader", daemon=True)
 
     def _run(self) -> None:
@@ -310,6 +312,24 @@ class LiveReader:
     def count(self) -> int:
         """Records seen so far."""
         return sum(len(v) for v in self.records.values())
+
+    def wait_for(self, total: int, timeout: float) -> None:
+        """Wait until ``total`` records were seen; on timeout, say where each partition stands.
+
+        Per partition: records seen, and the target's last stable offset next to its high
+        watermark (an LSO stuck below the HW means a transaction left open on the target).
+        """
+        try:
+            wait_until(lambda: self.count() >= total, timeout, "the live reader to see everything")
+        except AssertionError as exc:
+            topics = {t for t, _ in self._partitions}
+            stable = {t: end_offsets(self._bootstrap, t) for t in topics}
+            high = {t: end_offsets(self._bootstrap, t, isolation="read_uncommitted") for t in topics}
+            where = ", ".join(
+                f"{t}-{p}: {len(self.records.get((t, p), []))} seen, LSO {stable[t][p]}, HW {high[t][p]}"
+                for t, p in self._partitions
+            )
+            raise AssertionError(f"{exc}; {where}; reader errors: {self.errors[-5:]}") from None
 
     def start(self) -> LiveReader:
         """Begin reading in the background."""

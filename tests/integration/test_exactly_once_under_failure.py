@@ -100,7 +100,7 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
                 f"{topic} mirrored to its end",
             )
         assert proc.alive(), f"the mirror died:\n{proc.log_tail()}"
-        wait_until(lambda: live.count() >= TOTAL, 60, "the live reader to see everything")
+        live.wait_for(TOTAL, 60)
         time.sleep(1)  # anything extra (a duplicate) would arrive now
     finally:
         live.stop()
