@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from functools import partial
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -79,45 +78,6 @@ def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
         assert sum(1 for recs in mirrored.values() for r in recs if r.value is None) == len(
             [r for r in records if r.value is None]
         ), "tombstones must stay tombstones"
-    finally:
-        assert proc.stop() == 0, proc.log_tail()
-
-
-def test_every_codec_and_the_target_topic_settings(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
-) -> None:
-    name, prefix = unique("codecs"), unique("codec")
-    codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
-    for codec in codecs:
-        topic = f"{prefix}-{codec}"
-        config = {
-            "cleanup.policy": "compact,delete",
-            "retention.ms": "315360000000",
-            "max.message.bytes": "2000000",
-        }
-        create_topic(source.bootstrap_servers, topic, 2, config)
-        produce(
-            source.bootstrap_servers,
-            topic,
-            tricky_records(2, 200, null_keys=False),
-            ProduceSpec(compression=codec),
-        )
-    proc = mirror(mirror_config(name, source, target, rf"{prefix}-.*")).start()
-    try:
-        group = f"connect-{name}"
-        for codec in codecs:
-            topic = f"{prefix}-{codec}"
-            wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 60, topic)
-            assert_exact_mirror(source, topic, target, f"source.{topic}", group)
-        from confluent_kafka.admin import ConfigResource
-
-        admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
-        res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{prefix}-lz4")
-        configs = admin.describe_configs([res])[res].result(30)
-        assert configs["cleanup.policy"].value == "compact,delete"
-        assert configs["retention.ms"].value == "315360000000"
-        assert configs["max.message.bytes"].value == "2000000"
-        assert configs["message.timestamp.type"].value == "CreateTime"
     finally:
         assert proc.stop() == 0, proc.log_tail()
 

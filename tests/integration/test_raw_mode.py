@@ -36,14 +36,15 @@ def _final_progress(proc: MirrorProcess) -> str:
     return lines[-1]
 
 
-def test_forwarded_batches_keep_their_compressed_bytes_for_every_codec(
+def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_settings(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
 ) -> None:
-    name, prefix = unique("bytes"), unique("bytes")
+    name, prefix = unique("codecs"), unique("codec")
     codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
+    topic_config = {"cleanup.policy": "compact,delete", "retention.ms": "315360000000", "max.message.bytes": "2000000"}
     for codec in codecs:
         topic = f"{prefix}-{codec}"
-        create_topic(source.bootstrap_servers, topic, 2)
+        create_topic(source.bootstrap_servers, topic, 2, topic_config)
         # Several batches per partition, with keys, nulls, headers and timestamps in them.
         spec = ProduceSpec(compression=codec, batch_bytes=4096)
         produce(source.bootstrap_servers, topic, tricky_records(2, 300, null_keys=False), spec)
@@ -68,8 +69,11 @@ def test_forwarded_batches_keep_their_compressed_bytes_for_every_codec(
                 assert a[21] & 0x07 == b[21] & 0x07, f"{topic}-{p} batch {i}: codec changed"
                 assert a[HEADER_SIZE:] == b[HEADER_SIZE:], f"{topic}-{p} batch {i}: payload bytes differ"
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
-    res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{prefix}-zstd")
-    assert admin.describe_configs([res])[res].result(30)["compression.type"].value == "producer"
+    res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{prefix}-lz4")
+    configs = admin.describe_configs([res])[res].result(30)
+    assert {k: configs[k].value for k in topic_config} == topic_config, "copied from the source topic"
+    assert configs["message.timestamp.type"].value == "CreateTime"
+    assert configs["compression.type"].value == "producer", "the target broker keeps each batch's codec and bytes"
 
 
 def _has_offset_gaps(bootstrap: str, topic: str) -> bool:
