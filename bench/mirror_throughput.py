@@ -18,6 +18,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -71,36 +72,61 @@ def json_like_values(n: int) -> list[bytes]:
     return out
 
 
+#: Producer batch sizes, one per partition in turn: real topics mix small and large batches.
+BATCH_SIZES = (64 * 1024, 256 * 1024, 1024 * 1024)
+
+
 def write_source(bootstrap: str, topic: str, records: int, codec: str) -> None:
-    """``records`` 1 KB records compressed with ``codec``, producer batches up to 1 MB."""
+    """``records`` 1 KB records compressed with ``codec``, producer batches of 64 KB to 1 MB."""
     create_topic(bootstrap, topic, PARTITIONS)
     values = json_like_values(4096)
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "compression.type": codec,
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-            "enable.idempotence": True,
-        }
-    )
+    producers = [
+        Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "compression.type": codec,
+                "linger.ms": 20,
+                "batch.size": size,
+                "enable.idempotence": True,
+            }
+        )
+        for size in BATCH_SIZES
+    ]
     started = time.monotonic()
     for i in range(records):
+        partition = i % PARTITIONS
+        producer = producers[partition % len(producers)]
         while True:
             try:
-                producer.produce(topic, values[i % len(values)], key=b"k%d" % (i % 1000), partition=i % PARTITIONS)
+                producer.produce(topic, values[i % len(values)], key=b"k%d" % (i % 1000), partition=partition)
                 break
             except BufferError:
                 producer.poll(0.05)
         if i % 100_000 == 0:
-            producer.poll(0)
+            for p in producers:
+                p.poll(0)
             print(f"  wrote {i:,}/{records:,} records", flush=True)
-    producer.flush(120)
+    for p in producers:
+        p.flush(120)
     print(f"  source ready: {records:,} records in {time.monotonic() - started:.1f} s", flush=True)
 
 
-def mirror_once(mode: str, codec: str, src: str, tgt: str, topic: str, *, records: int, workdir: Path) -> Result:
-    """Mirror ``topic`` with one mode in a fresh connector; measure the process."""
+def mirror_once(
+    mode: str,
+    codec: str,
+    src: str,
+    tgt: str,
+    topic: str,
+    *,
+    records: int,
+    workdir: Path,
+    on_progress: Callable[[int, int], None] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> Result:
+    """Mirror ``topic`` with one mode in a fresh connector; measure the process.
+
+    ``on_progress(done, total)`` (in source offsets) is called every half second.
+    """
     name = f"bench-{mode}-{int(time.time())}"
     config = {
         "name": name,
@@ -112,6 +138,7 @@ def mirror_once(mode: str, codec: str, src: str, tgt: str, topic: str, *, record
         "source.cluster.alias": name,  # a distinct target topic per mode
         "tasks.max": "1",
         **MODES[mode],
+        **(extra or {}),
     }
     path = workdir / f"{name}.json"
     path.write_text(json.dumps({"name": name, "config": config}))
@@ -145,6 +172,8 @@ def mirror_once(mode: str, codec: str, src: str, tgt: str, topic: str, *, record
         except Exception:
             continue
         done = sum(max(0, stored.get((target_topic, p), 0)) for p in ends)
+        if on_progress is not None:
+            on_progress(done, sum(ends.values()))
         if done >= sum(ends.values()):
             break
         if proc.poll() is not None:

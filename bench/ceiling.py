@@ -1,0 +1,100 @@
+"""The ceiling: how fast the target broker ingests the source's own batches with no mirror in between.
+
+Every committed batch of the source topic is fetched into memory first; then, timed alone, they are
+produced to a fresh target topic as they are (idempotent, acks=all, five requests in flight per
+connection, one batch per partition per request: raw mode's own producer without its transaction).
+No mirror can write those batches faster than this, so it bounds every mirror's MB/s from above.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mirror_sink.devkafka.data import create_topic, end_offsets
+from mirror_sink.raw.fetcher import RawFetcher
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.producer import RawProducer
+from mirror_sink.raw.wire import WireClient
+
+_HOLD_ALL = 1 << 40  # the whole topic is held in memory on purpose: only the produce side is timed
+
+
+@dataclass
+class Ceiling:
+    """Target ingest of the source's batches."""
+
+    seconds: float
+    batches: int
+    records: int
+
+
+def _fetch_all(source: str, topic: str, partitions: int) -> dict[int, list[tuple[memoryview, int]]]:
+    """Every committed data batch of ``topic`` with its record count, per partition."""
+    wire = WireClient({"bootstrap.servers": source}, "source", "bench-ceiling-fetch", 1 << 30)
+    fetcher = RawFetcher(
+        wire, MemoryBudget(_HOLD_ALL), fetch_max_bytes=64 << 20, partition_max_bytes=16 << 20, max_wait_ms=100
+    )
+    ends = end_offsets(source, topic)
+    fetcher.assign({(topic, p): 0 for p in range(partitions)})
+    out: dict[int, list[tuple[memoryview, int]]] = {p: [] for p in range(partitions)}
+    positions = dict.fromkeys(range(partitions), 0)
+    try:
+        while any(positions[p] < ends[p] for p in positions):
+            fetcher.fill()
+            wire.poll(0.1)
+            fetcher.collect()
+            for p in range(partitions):
+                queue = fetcher.queue((topic, p))
+                while queue:
+                    item = queue.popleft()
+                    if item.batch is not None and item.header is not None:
+                        out[p].append((item.batch, item.header.record_count))
+                    positions[p] = item.next_offset
+    finally:
+        fetcher.close()
+    return out
+
+
+def target_ingest(
+    source: str,
+    target: str,
+    topic: str,
+    *,
+    partitions: int,
+    target_topic: str,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Ceiling:
+    """Produce ``topic``'s batches, fetched beforehand, to ``target_topic`` as fast as the target takes them."""
+    batches = _fetch_all(source, topic, partitions)
+    create_topic(target, target_topic, partitions, {"compression.type": "producer"})
+    wire = WireClient({"bootstrap.servers": target}, "target", "bench-ceiling-produce", 16 << 20)
+    producer = RawProducer(
+        wire,
+        transactional_id=None,
+        transaction_timeout_ms=60_000,
+        group_id="unused",
+        release=lambda _n: None,
+        request_max_bytes=16 << 20,
+    )
+    total = sum(count for items in batches.values() for _, count in items)
+    try:
+        producer.start()
+        while any(wire.leader(target_topic, p) is None for p in range(partitions)):  # metadata: not timed
+            wire.poll(0.1)
+        records = 0
+        started = time.monotonic()
+        for p, items in batches.items():
+            for batch, count in items:
+                producer.send((target_topic, p), batch, count, 0, 0)
+                records += count
+        while producer.backlog:
+            producer.pump()
+            wire.poll(0.005)
+            producer.reap()
+            if on_progress is not None:
+                on_progress(producer.acked_records, total)
+        return Ceiling(time.monotonic() - started, sum(len(b) for b in batches.values()), records)
+    finally:
+        producer.close()

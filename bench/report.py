@@ -1,0 +1,613 @@
+"""Benchmark results to docs: a Markdown page and three PNG plots beside it.
+
+    .venv/bin/python -m bench.report results.json docs/
+
+reads a saved results dict (what the comparison benchmark writes) and writes ``benchmarks.md``,
+``benchmarks-throughput.png``, ``benchmarks-cpu.png`` and ``benchmarks-latency.png`` into the output
+directory. Every figure on the page, the headline ratios included, is computed from the results; any
+entry may be missing, and shows as "-" in the tables and as a gap in the plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+# Agg before pyplot: the report runs headless (CI, ssh) and must never try to open a window.
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import ScalarFormatter
+
+THROUGHPUT_PNG = "benchmarks-throughput.png"
+CPU_PNG = "benchmarks-cpu.png"
+LATENCY_PNG = "benchmarks-latency.png"
+
+MM2_EOS = "mm2-eos"
+MM2_ALO = "mm2-alo"
+RAW_EOS = "raw-eos"
+RECORD_EOS = "record-eos"
+
+#: Known mirrors in display order, with what each one is. Unknown names from a results file are
+#: appended after these in order of appearance.
+MIRRORS: dict[str, str] = {
+    MM2_ALO: "MirrorMaker 2, dedicated mode, at-least-once (as shipped)",
+    MM2_EOS: "MirrorMaker 2, dedicated mode, exactly.once.source.support=enabled",
+    RECORD_EOS: "mirror-sink record mode, exactly-once",
+    RAW_EOS: "mirror-sink raw mode (KIP-712, batches forwarded byte for byte), exactly-once",
+    "raw-alo": "mirror-sink raw mode, at-least-once (for reference)",
+}
+
+#: One colour per mirror on every plot: MM2 in greys so mirror-sink's modes stand out against it.
+COLOURS: dict[str, str] = {
+    MM2_ALO: "#b0b0b0",
+    MM2_EOS: "#606060",
+    RECORD_EOS: "#ff7f0e",
+    RAW_EOS: "#1f77b4",
+    "raw-alo": "#9ecae1",
+}
+_EXTRA_COLOURS = ("#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+
+#: Codecs in a fixed reading order; codecs not listed follow in order of appearance.
+CODEC_ORDER = ("none", "lz4", "zstd", "gzip", "snappy")
+
+CEILING_LABEL = "ceiling: target broker ingest, no mirror"
+DASH = "-"
+#: The sign in "7.9x faster" on the page, spelt by name: ruff flags the literal as a lookalike of "x".
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+# --- reading the results -------------------------------------------------------------------------
+
+
+#: What an entry of each list must name to be placed in a table or plot; entries without it are skipped.
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "throughput": ("codec", "mirror"),
+    "ceiling": ("codec",),
+    "latency": ("mirror",),
+}
+
+
+def _entries(results: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The usable entries of the list under ``key`` (a missing or malformed list reads as empty)."""
+    value = results.get(key)
+    if not isinstance(value, list):
+        return []
+    required = _REQUIRED.get(key, ())
+    return [e for e in value if isinstance(e, Mapping) and all(e.get(k) is not None for k in required)]
+
+
+def _num(entry: Mapping[str, Any] | None, key: str) -> float | None:
+    """A finite number under ``key``, or None when absent, null, non-numeric or NaN."""
+    if entry is None:
+        return None
+    value = entry.get(key)
+    # bool is an int subclass; True is not a measurement.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _ordered(names: Iterable[str], preferred: Sequence[str]) -> list[str]:
+    """Distinct ``names``: those in ``preferred`` first in that order, then the rest as they came."""
+    seen = list(dict.fromkeys(names))
+    return [n for n in preferred if n in seen] + [n for n in seen if n not in preferred]
+
+
+def _codecs(results: Mapping[str, Any]) -> list[str]:
+    names = [str(e["codec"]) for k in ("throughput", "ceiling") for e in _entries(results, k)]
+    return _ordered(names, CODEC_ORDER)
+
+
+def _mirrors(entries: Iterable[Mapping[str, Any]]) -> list[str]:
+    return _ordered((str(e["mirror"]) for e in entries), list(MIRRORS))
+
+
+def _colour(mirror: str) -> str:
+    if mirror in COLOURS:
+        return COLOURS[mirror]
+    # A stable pick for unknown mirrors, so a name keeps its colour across the three plots.
+    return _EXTRA_COLOURS[sum(mirror.encode()) % len(_EXTRA_COLOURS)]
+
+
+def _throughput_index(results: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """Throughput entries by (codec, mirror); the last one wins if a pair repeats."""
+    return {(str(e["codec"]), str(e["mirror"])): e for e in _entries(results, "throughput")}
+
+
+def _ceiling_index(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {str(e["codec"]): e for e in _entries(results, "ceiling")}
+
+
+def baseline_for(mirror: str) -> str | None:
+    """The MirrorMaker 2 run a mirror is compared with: the one with the same delivery guarantee.
+
+    Exactly-once mirrors (``*-eos``) compare with ``mm2-eos``, at-least-once ones (``*-alo``) with
+    ``mm2-alo``; a name with neither suffix has no baseline.
+    """
+    if mirror.endswith("-eos"):
+        return MM2_EOS
+    if mirror.endswith("-alo"):
+        return MM2_ALO
+    return None
+
+
+def speed_factor(entry: Mapping[str, Any] | None, base: Mapping[str, Any] | None) -> float | None:
+    """How many times ``base``'s throughput ``entry`` reached (>1 is faster), or None if unknown.
+
+    Falls back to the inverse ratio of seconds when MB/s is missing: both runs copied the same data.
+    """
+    mbps, base_mbps = _num(entry, "mb_per_s"), _num(base, "mb_per_s")
+    if mbps is not None and base_mbps:
+        return mbps / base_mbps
+    secs, base_secs = _num(entry, "seconds"), _num(base, "seconds")
+    if secs and base_secs is not None:
+        return base_secs / secs
+    return None
+
+
+def cpu_factor(entry: Mapping[str, Any] | None, base: Mapping[str, Any] | None) -> float | None:
+    """``entry``'s CPU-seconds per GB over ``base``'s (<1 is cheaper), or None if unknown."""
+    cpu, base_cpu = _num(entry, "cpu_s_per_gb"), _num(base, "cpu_s_per_gb")
+    if cpu is None or not base_cpu:
+        return None
+    return cpu / base_cpu
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, decimals: int | None = None) -> str:
+    """A table cell: "-" for missing, else about three significant figures unless ``decimals`` is given."""
+    if value is None:
+        return DASH
+    if decimals is None:
+        decimals = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+    return f"{value:,.{decimals}f}"
+
+
+def _factor(f: float) -> str:
+    """A factor >= 1 as "7.9x" or "32x" (with a times sign): two significant figures are all a run supports."""
+    return f"{f:.0f}{TIMES}" if f >= 9.95 else f"{f:.1f}{TIMES}"
+
+
+def format_speed(f: float | None) -> str:
+    """A speed factor as "7.9x faster" / "2.1x slower" (always a factor >= 1 and a direction)."""
+    if f is None or f <= 0:
+        return DASH
+    if _factor(max(f, 1 / f)) == f"1.0{TIMES}":
+        return "same"
+    return f"{_factor(f)} faster" if f > 1 else f"{_factor(1 / f)} slower"
+
+
+def format_cpu(f: float | None) -> str:
+    """A CPU factor as "32x less CPU" / "1.4x more CPU" (always a factor >= 1 and a direction)."""
+    if f is None or f <= 0:
+        return DASH
+    if _factor(max(f, 1 / f)) == f"1.0{TIMES}":
+        return "same"
+    return f"{_factor(1 / f)} less CPU" if f < 1 else f"{_factor(f)} more CPU"
+
+
+def _row(cells: Iterable[str]) -> str:
+    # A "|" inside a cell (e.g. in a mirror name) would split the Markdown column.
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int = 1) -> list[str]:
+    """A Markdown table, numeric columns (index >= ``right_from``) right-aligned."""
+    align = ["---" if i < right_from else "---:" for i in range(len(header))]
+    return [_row(header), _row(align), *(_row(r) for r in rows)]
+
+
+# --- the Markdown page ---------------------------------------------------------------------------
+
+
+def _headline(results: Mapping[str, Any]) -> list[str]:
+    """The key ratios, one bullet per codec plus one for latency, each only if its data is present."""
+    tp, ceil = _throughput_index(results), _ceiling_index(results)
+    lines: list[str] = []
+    for codec in _codecs(results):
+        base = tp.get((codec, MM2_EOS))
+        parts: list[str] = []
+        for mirror in (RAW_EOS, RECORD_EOS):
+            entry = tp.get((codec, mirror))
+            speed, cpu = format_speed(speed_factor(entry, base)), format_cpu(cpu_factor(entry, base))
+            if DASH not in (speed, cpu):
+                parts.append(f"{mirror} is **{speed}** than {MM2_EOS} with **{cpu}** per GB")
+            elif speed != DASH:
+                parts.append(f"{mirror} is **{speed}** than {MM2_EOS}")
+        raw_mbps, ceil_mbps = _num(tp.get((codec, RAW_EOS)), "mb_per_s"), _num(ceil.get(codec), "mb_per_s")
+        if raw_mbps is not None and ceil_mbps:
+            parts.append(f"{RAW_EOS} reaches {raw_mbps / ceil_mbps:.0%} of the target broker's no-mirror ingest")
+        if parts:
+            lines.append(f"- **{codec}**: " + "; ".join(parts) + ".")
+
+    lines += _latency_headline(_entries(results, "latency"))
+    if not lines:
+        lines.append(f"- No ratio to quote: this run lacks {MM2_EOS} or mirror-sink's exactly-once figures.")
+    return lines
+
+
+def _latency_headline(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """raw-eos against mm2-eos p99 at the first rate both were measured at (latency depends on the rate)."""
+    mm2 = {_num(e, "rate_per_s"): e for e in entries if e["mirror"] == MM2_EOS and _num(e, "p99_ms") is not None}
+    for raw in entries:
+        rate = _num(raw, "rate_per_s")
+        p99_raw = _num(raw, "p99_ms")
+        if raw["mirror"] != RAW_EOS or p99_raw is None or rate not in mm2:
+            continue
+        at = f" at {rate:,.0f} records/s" if rate is not None else ""
+        return [
+            f"- **latency**{at}: {RAW_EOS} p99 {_fmt(p99_raw, 0)} ms, {MM2_EOS} p99 "
+            f"{_fmt(_num(mm2[rate], 'p99_ms'), 0)} ms (both exactly-once, so both include the transaction interval)."
+        ]
+    return []
+
+
+def _method(results: Mapping[str, Any]) -> str:
+    """The paragraph saying what was measured and how, filled in from the run's parameters."""
+    gb, record_bytes, partitions = (
+        _num(results, "gb_per_codec"),
+        _num(results, "record_bytes"),
+        _num(results, "partitions"),
+    )
+    codecs = _codecs(results)
+    size = f"{gb:g} GB" if gb is not None else "a fixed amount"
+    record = f"{record_bytes:.0f}-byte" if record_bytes is not None else "fixed-size"
+    record_b = f"{record_bytes:.0f} B" if record_bytes is not None else "the record size"
+    parts = f"{partitions:,.0f} partitions" if partitions is not None else "several partitions"
+    codec_list = " (" + ", ".join(f"`{c}`" for c in codecs) + ")" if codecs else ""
+    quick = (
+        " This was a quick run: treat its figures as a smoke test, not a measurement."
+        if results.get("quick") is True
+        else ""
+    )
+    return (
+        f"For each compression codec{codec_list} the benchmark writes {size} of {record} records, "
+        f"compressed by the producer with that codec, to one source topic with {parts}; then every mirror "
+        "below copies that same source data to the target cluster, one after the other in the same run, "
+        "so the rows of a table compare like with like. MB/s counts uncompressed record bytes "
+        f"(records {TIMES} {record_b} / 10^6) per second of wall-clock time for the whole copy. CPU-s/GB is the "
+        "user + system CPU time of the mirror's process tree per GB (10^9 bytes) of records copied; peak "
+        "RSS is the largest resident memory of that process tree during the copy. MirrorMaker 2 (MM2) is "
+        "Kafka's own, run in dedicated mode (`connect-mirror-maker`) from the Apache Kafka jars on Maven "
+        "Central. The ceiling row is the target broker ingesting the same compressed batches with no mirror "
+        f"in between: no mirror can beat it.{quick}"
+    )
+
+
+def _throughput_section(results: Mapping[str, Any]) -> list[str]:
+    tp, ceil = _throughput_index(results), _ceiling_index(results)
+    mirrors = _mirrors(_entries(results, "throughput"))
+    header = ["mirror", "seconds", "MB/s", "CPU-s/GB", "peak RSS MB", "speed vs MM2", "CPU/GB vs MM2"]
+    lines: list[str] = []
+    for codec in _codecs(results):
+        rows: list[list[str]] = []
+        for mirror in mirrors:
+            entry = tp.get((codec, mirror))
+            if entry is None:
+                continue
+            base_name = baseline_for(mirror)
+            base = tp.get((codec, base_name)) if base_name else None
+            if mirror == base_name:
+                speed = cpu = "baseline"
+            else:
+                speed, cpu = format_speed(speed_factor(entry, base)), format_cpu(cpu_factor(entry, base))
+            rows.append(
+                [
+                    f"`{mirror}`",
+                    _fmt(_num(entry, "seconds"), 1),
+                    _fmt(_num(entry, "mb_per_s"), 1),
+                    _fmt(_num(entry, "cpu_s_per_gb"), 1),
+                    _fmt(_num(entry, "peak_rss_mb"), 0),
+                    speed,
+                    cpu,
+                ]
+            )
+        if codec in ceil:
+            c = ceil[codec]
+            rows.append([CEILING_LABEL, _fmt(_num(c, "seconds"), 1), _fmt(_num(c, "mb_per_s"), 1)] + [DASH] * 4)
+        if rows:
+            lines += [f"### Codec `{codec}`", "", *_table(header, rows), ""]
+    if not lines:
+        return ["No throughput figures in this run.", ""]
+    lines += [
+        f"Ratios compare each mirror with MirrorMaker 2 at the same delivery guarantee in the same run "
+        f"(exactly-once rows with `{MM2_EOS}`, at-least-once rows with `{MM2_ALO}`), always as a factor of at "
+        f'least 1 with its direction: "7.9{TIMES} faster" is 7.9 times MM2\'s MB/s, "32{TIMES} less CPU" is 1/32 of '
+        'MM2\'s CPU-seconds per GB, "same" is within 5%. "-" means a figure is missing from this run.',
+        "",
+    ]
+    return lines
+
+
+def _latency_section(results: Mapping[str, Any]) -> list[str]:
+    entries = _entries(results, "latency")
+    if not entries:
+        return ["No latency figures in this run.", ""]
+    order = {m: i for i, m in enumerate(_mirrors(entries))}
+    # Stable sort: several rates for one mirror keep the order the run measured them in.
+    entries = sorted(entries, key=lambda e: order.get(str(e.get("mirror")), len(order)))
+    rows = []
+    for e in entries:
+        rate = _num(e, "rate_per_s")
+        rows.append(
+            [
+                f"`{e.get('mirror', '?')}`",
+                f"{rate:,.0f}/s" if rate is not None else DASH,
+                _fmt(_num(e, "records"), 0),
+                _fmt(_num(e, "p50_ms"), 0),
+                _fmt(_num(e, "p99_ms"), 0),
+                _fmt(_num(e, "max_ms"), 0),
+            ]
+        )
+    return [
+        *_table(["mirror", "rate", "records", "p50 ms", "p99 ms", "max ms"], rows),
+        "",
+        "Latency is, per record, its arrival at a read_committed consumer on the target minus its produce "
+        "time (CreateTime), with records produced at the steady rate shown. Exactly-once latency includes the "
+        "transaction interval: a record becomes visible on the target only when the mirror commits the "
+        "transaction that carries it.",
+        "",
+    ]
+
+
+def render_markdown(results: Mapping[str, Any]) -> str:
+    """The whole Markdown page for ``results``, referring to the PNGs by their fixed names (same directory)."""
+    tp_entries, lat_entries = _entries(results, "throughput"), _entries(results, "latency")
+    mirrors = _mirrors([*tp_entries, *lat_entries])
+
+    def meta(key: str) -> str:
+        value = results.get(key)
+        return DASH if value is None or value == "" else str(value)
+
+    command = f"`{results['command']}`" if results.get("command") else DASH
+    lines = [
+        "# mirror-sink benchmarks: throughput, CPU and latency against MirrorMaker 2",
+        "",
+        "## Headline",
+        "",
+        *_headline(results),
+        "",
+        "## What was measured",
+        "",
+        _method(results),
+        "",
+        f"- Machine: {meta('machine')}",
+        f"- Kafka: {meta('kafka_version')} (brokers and MirrorMaker 2 alike)",
+        f"- Date: {meta('date')}",
+        f"- Regenerate this page: {command} (or re-render it from the saved results with "
+        "`.venv/bin/python -m bench.report <dir>/benchmarks.json <dir>`)",
+        "",
+    ]
+    if mirrors:
+        lines += ["Mirrors:", ""]
+        lines += [f"- `{m}`: {MIRRORS.get(m, 'not described')}" for m in mirrors]
+        lines.append("")
+    lines += ["## Throughput and CPU", "", *_throughput_section(results)]
+    if tp_entries:
+        lines += [
+            f"![MB/s per codec and mirror]({THROUGHPUT_PNG})",
+            "",
+            f"![CPU-seconds per GB per codec and mirror]({CPU_PNG})",
+            "",
+        ]
+    lines += ["## Latency", "", *_latency_section(results)]
+    if lat_entries:
+        lines += [f"![p50 and p99 latency per mirror]({LATENCY_PNG})", ""]
+    return "\n".join(lines)
+
+
+# --- plots ---------------------------------------------------------------------------------------
+
+
+def _no_data(ax: Axes, title: str) -> None:
+    # Still write the PNG, so a stale plot from an earlier run never sits beside the new page.
+    ax.set_title(title)
+    ax.text(0.5, 0.5, "no data in this run", ha="center", va="center", transform=ax.transAxes, fontsize=14)
+    ax.set_axis_off()
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    try:
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        # pyplot keeps every figure alive until closed; a long-lived caller would leak them.
+        plt.close(fig)
+    return path
+
+
+def _label_bars(ax: Axes, xs: Sequence[float], values: Sequence[float], decimals: int) -> None:
+    for x, v in zip(xs, values, strict=True):
+        ax.annotate(
+            _fmt(v, decimals), (x, v), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=7
+        )
+
+
+def _mirror_handles(mirrors: Iterable[str]) -> list[Artist]:
+    # Legend entries built by hand: a mirror with no bar in this plot still gets its colour, not the default.
+    return [Patch(facecolor=_colour(m), edgecolor="black", linewidth=0.4, label=m) for m in mirrors]
+
+
+def _grouped_bars(results: Mapping[str, Any], key: str, ax: Axes, decimals: int) -> tuple[list[str], list[str]]:
+    """Bars of ``key`` per codec group, one slot per mirror; returns the codecs and the mirrors drawn."""
+    tp = _throughput_index(results)
+    codecs = [c for c in _codecs(results) if any(k[0] == c for k in tp)]
+    mirrors = _mirrors(_entries(results, "throughput"))
+    # Slots per mirror stay fixed across groups so a mirror sits at the same place in every codec.
+    width = 0.8 / max(len(mirrors), 1)
+    for i, mirror in enumerate(mirrors):
+        xs: list[float] = []
+        ys: list[float] = []
+        for g, codec in enumerate(codecs):
+            v = _num(tp.get((codec, mirror)), key)
+            if v is not None and v > 0:
+                xs.append(g - 0.4 + width * (i + 0.5))
+                ys.append(v)
+        ax.bar(xs, ys, width * 0.92, color=_colour(mirror), edgecolor="black", linewidth=0.4)
+        _label_bars(ax, xs, ys, decimals)
+    ax.set_xticks(range(len(codecs)), [f"codec: {c}" for c in codecs])
+    ax.set_xlim(-0.5, len(codecs) - 0.5)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    return codecs, mirrors
+
+
+def plot_throughput(results: Mapping[str, Any], path: Path) -> Path:
+    """Grouped bars of MB/s per codec and mirror, with the no-mirror ceiling as a dashed line over each group."""
+    fig, ax = plt.subplots(figsize=(10, 5.2))
+    title = "Mirror throughput (MB/s of uncompressed records, higher is better)"
+    has_data = any(_num(e, "mb_per_s") for k in ("throughput", "ceiling") for e in _entries(results, k))
+    if not _throughput_index(results) or not has_data:
+        _no_data(ax, title)
+        return _save(fig, path)
+    codecs, mirrors = _grouped_bars(results, "mb_per_s", ax, 1)
+    ceil = _ceiling_index(results)
+    drawn = False
+    for g, codec in enumerate(codecs):
+        v = _num(ceil.get(codec), "mb_per_s")
+        if v is None:
+            continue
+        ax.hlines(v, g - 0.45, g + 0.45, colors="black", linestyles="--", linewidth=1.6)
+        ax.annotate(
+            f"ceiling {_fmt(v, 0)}", (g + 0.45, v), xytext=(0, 3), textcoords="offset points", ha="right", fontsize=8
+        )
+        drawn = True
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.08)  # room for the value labels above the tallest bar
+    ax.set_ylabel("MB/s")
+    ax.set_title(title)
+    handles = _mirror_handles(mirrors)
+    if drawn:
+        ceiling = Line2D([], [], color="black", linestyle="--", linewidth=1.6, label="target broker ingest, no mirror")
+        handles.append(ceiling)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
+
+
+def plot_cpu(results: Mapping[str, Any], path: Path) -> Path:
+    """Grouped bars of CPU-seconds per GB per codec and mirror, on a log axis (MM2 and raw mode differ ~30x)."""
+    fig, ax = plt.subplots(figsize=(10, 5.2))
+    title = "CPU-seconds per GB of records (user + system, log scale, lower is better)"
+    if not any(_num(e, "cpu_s_per_gb") for e in _entries(results, "throughput")):
+        _no_data(ax, title)
+        return _save(fig, path)
+    ax.set_yscale("log")
+    # Plain numbers (10, 100) rather than powers of ten: readers compare them with the table.
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    _, mirrors = _grouped_bars(results, "cpu_s_per_gb", ax, 1)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * 1.6)  # headroom on a log axis for the value labels
+    ax.set_ylabel("CPU-s / GB (log)")
+    ax.set_title(title)
+    ax.legend(handles=_mirror_handles(mirrors), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
+
+
+def plot_latency(results: Mapping[str, Any], path: Path) -> Path:
+    """p50 (solid) and p99 (hatched) latency bars per mirror, in each mirror's colour."""
+    entries = _entries(results, "latency")
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    title = "Source-to-target latency per mirror (ms, lower is better)"
+    values = [v for e in entries for v in (_num(e, "p50_ms"), _num(e, "p99_ms")) if v is not None and v > 0]
+    if not values:
+        _no_data(ax, title)
+        return _save(fig, path)
+    order = {m: i for i, m in enumerate(_mirrors(entries))}
+    entries = sorted(entries, key=lambda e: order.get(str(e.get("mirror")), len(order)))
+    # Several rates for one mirror need the rate in the tick label to tell the bars apart.
+    several_rates = len({_num(e, "rate_per_s") for e in entries}) > 1
+    # Exactly-once p99 can be 10-100 times raw's p50; a log axis keeps the small bars visible then.
+    log = max(values) / min(values) > 30
+    if log:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        title = title.replace("ms,", "ms, log scale,")
+    labels: list[str] = []
+    for x, e in enumerate(entries):
+        mirror = str(e.get("mirror", "?"))
+        rate = _num(e, "rate_per_s")
+        labels.append(f"{mirror}\n{rate:,.0f}/s" if several_rates and rate is not None else mirror)
+        for offset, key, hatch in ((-0.2, "p50_ms", ""), (0.2, "p99_ms", "///")):
+            v = _num(e, key)
+            if v is None or v <= 0:
+                continue
+            ax.bar(x + offset, v, 0.38, color=_colour(mirror), hatch=hatch, edgecolor="black", linewidth=0.5)
+            _label_bars(ax, [x + offset], [v], 0)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * (1.6 if log else 1.08))
+    ax.set_xticks(range(len(entries)), labels)
+    # Fixed limits: with one mirror, or a missing p50 or p99, autoscaling would centre on a lone bar.
+    ax.set_xlim(-0.6, len(entries) - 0.4)
+    ax.set_ylabel("ms (log)" if log else "ms")
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(
+        handles=[
+            Patch(facecolor="white", edgecolor="black", label="p50"),
+            Patch(facecolor="white", edgecolor="black", hatch="///", label="p99"),
+        ],
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+    )
+    return _save(fig, path)
+
+
+# --- entry points --------------------------------------------------------------------------------
+
+
+def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: str = "benchmarks.md") -> list[Path]:
+    """Write the Markdown page and its three PNG plots into ``out_dir`` (created if needed).
+
+    Writes ``out_dir/markdown_name`` and ``benchmarks-throughput.png``, ``benchmarks-cpu.png`` and
+    ``benchmarks-latency.png`` beside it (a plot with no data says so rather than being skipped), and
+    returns the paths written, the page first.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / markdown_name
+    pngs = [
+        plot_throughput(results, out_dir / THROUGHPUT_PNG),
+        plot_cpu(results, out_dir / CPU_PNG),
+        plot_latency(results, out_dir / LATENCY_PNG),
+    ]
+    page.write_text(render_markdown(results), encoding="utf-8")
+    return [page, *pngs]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Regenerate the docs from a saved results JSON file: ``python -m bench.report results.json out_dir``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.report", description="Regenerate the benchmark docs from a saved results file."
+    )
+    parser.add_argument("results", type=Path, help="results JSON file written by the benchmark")
+    parser.add_argument("out_dir", type=Path, help="directory for the Markdown page and its PNGs")
+    parser.add_argument("--markdown-name", default="benchmarks.md", help="file name of the page (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        results = json.loads(args.results.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        parser.error(f"cannot read {args.results}: {exc}")
+    if not isinstance(results, dict):
+        parser.error(f"{args.results} does not hold a JSON object")
+    for path in write_report(results, args.out_dir, markdown_name=args.markdown_name):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The benchmark harness's quick mode runs end to end (CI's smoke run; its numbers are not judged here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mirror_sink.devkafka.backends import KafkaEndpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MIRRORS = ("mm2-alo", "mm2-eos", "record-eos", "raw-eos", "raw-alo")
+
+
+def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
+    source: KafkaEndpoint, target: KafkaEndpoint, tmp_path: Path
+) -> None:
+    out = tmp_path / "docs"
+    argv = [
+        sys.executable, "-m", "bench.compare", "--quick",
+        "--source", source.bootstrap_servers, "--target", target.bootstrap_servers,
+        "--out", str(out), "--workdir", str(tmp_path / "work"),
+    ]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "[1/" in done.stdout and "100%" in done.stdout, "progress is shown while it runs"
+    results = json.loads((out / "benchmarks.json").read_text())
+    assert {r["mirror"] for r in results["throughput"]} == set(MIRRORS)
+    assert {r["mirror"] for r in results["latency"]} == set(MIRRORS)
+    for row in results["throughput"]:
+        assert row["mb_per_s"] > 0 and row["cpu_s_per_gb"] > 0 and row["peak_rss_mb"] > 0, row
+    for row in results["latency"]:
+        assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"], row
+    assert results["ceiling"] and results["ceiling"][0]["mb_per_s"] > 0
+    page = (out / "benchmarks.md").read_text()
+    assert all(m in page for m in MIRRORS) and "MirrorMaker 2" in page
+    for png in ("benchmarks-throughput.png", "benchmarks-cpu.png", "benchmarks-latency.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
