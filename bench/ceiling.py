@@ -46,9 +46,7 @@ def _fetch_all(source: str, topic: str, partitions: int) -> dict[int, list[tuple
             wire.poll(0.1)
             fetcher.collect()
             for p in range(partitions):
-                queue = fetcher.queue((topic, p))
-                while queue:
-                    item = queue.popleft()
+                while (item := fetcher.pop((topic, p))) is not None:
                     if item.batch is not None and item.header is not None:
                         out[p].append((item.batch, item.header.record_count))
                     positions[p] = item.next_offset

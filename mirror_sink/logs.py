@@ -14,6 +14,9 @@ def configure_logging(level: str | None = None) -> None:
     # kafka-python (the raw path's protocol client) narrates every connection and metadata refresh
     # at INFO; our own logs say what matters. MIRROR_SINK_KAFKA_PYTHON_LOG_LEVEL turns it back up.
     logging.getLogger("kafka").setLevel(os.environ.get("MIRROR_SINK_KAFKA_PYTHON_LOG_LEVEL", "WARNING").upper())
+    # Its event loop warns whenever decoding a large Fetch response takes over 100 ms: expected here
+    # (the task thread drives the loop between its own work), and nothing an operator can act on.
+    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
 
 
 class ContextLogger(logging.LoggerAdapter):  # type: ignore[type-arg]

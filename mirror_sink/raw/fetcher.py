@@ -129,15 +129,18 @@ class RawFetcher:
         """The assigned partitions."""
         return list(self._parts)
 
-    def queue(self, tp: SourceTP) -> deque[Fetched]:
-        """``tp``'s fetched items, oldest first (the caller pops what it takes and calls ``taken``)."""
-        return self._parts[tp].queue
+    def pending(self, tp: SourceTP) -> int:
+        """How many fetched items of ``tp`` wait to be taken."""
+        return len(self._parts[tp].queue)
 
-    def taken(self, tp: SourceTP, item: Fetched) -> None:
-        """``item`` left ``tp``'s queue; its bytes stay charged until ``release``."""
-        part = self._parts.get(tp)
-        if part is not None:
-            part.queued_bytes -= item.size
+    def pop(self, tp: SourceTP) -> Fetched | None:
+        """``tp``'s oldest fetched item, or None; its bytes stay charged to the budget until ``release``."""
+        part = self._parts[tp]
+        if not part.queue:
+            return None
+        item = part.queue.popleft()
+        part.queued_bytes -= item.size
+        return item
 
     def release(self, nbytes: int) -> None:
         """Bytes acknowledged by the target (or dropped) return to the budget."""

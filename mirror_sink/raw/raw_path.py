@@ -144,19 +144,16 @@ class RawPath:
 
     # -- internals ------------------------------------------------------------------------------
     def _anything_queued(self) -> bool:
-        return any(self.fetcher.queue(tp) for tp in self.fetcher.partitions)
+        return any(self.fetcher.pending(tp) for tp in self.fetcher.partitions)
 
     def _take(self, target_of: Mapping[str, str]) -> Copied:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds)."""
         plan: list[tuple[SourceTP, TargetTP, Fetched]] = []
         planned_bytes = 0
         for tp in self.fetcher.partitions:
-            queue = self.fetcher.queue(tp)
             target_tp = (target_of[tp[0]], tp[1])
             room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
-            while queue and room > 0 and planned_bytes < self._chunk_bytes:
-                item = queue.popleft()
-                self.fetcher.taken(tp, item)
+            while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp)) is not None:
                 plan.append((tp, target_tp, item))
                 planned_bytes += item.size
                 room -= item.batch is not None

@@ -400,9 +400,7 @@ def committed_data_batches(bootstrap: str, topic: str, partition: int, timeout: 
             fetcher.fill()
             wire.poll(0.1)
             fetcher.collect()
-            queue = fetcher.queue((topic, partition))
-            while queue:
-                item = queue.popleft()
+            while (item := fetcher.pop((topic, partition))) is not None:
                 if item.batch is not None:
                     found.append(bytes(item.batch))
                 position = item.next_offset

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from functools import partial
 from types import SimpleNamespace
 
 import pytest
@@ -286,7 +287,7 @@ def test_a_corrupt_source_batch_is_never_queued_and_fails_the_task_naming_it() -
     part = fetcher._parts[("orders", 3)]
     with pytest.raises(TaskFailure, match=r"source partition orders-3: corrupt batch, not mirrored: batch at offset 3"):
         fetcher._take_response(("orders", 3), part, _fetch_response(bytes(good + bad)))
-    queued = list(fetcher.queue(("orders", 3)))
+    queued = list(iter(partial(fetcher.pop, ("orders", 3)), None))
     assert [item.next_offset for item in queued] == [3], "only the batch before the corrupt one was queued"
 
 
@@ -302,7 +303,7 @@ def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_
     fetcher = _fetcher(start=1)  # starts inside the first batch
     part = fetcher._parts[("orders", 3)]
     fetcher._take_response(("orders", 3), part, _fetch_response(bytes(committed + aborted + marker), [(6, 2)]))
-    items = list(fetcher.queue(("orders", 3)))
+    items = list(iter(partial(fetcher.pop, ("orders", 3)), None))
     assert [(i.batch is not None, i.start, i.next_offset) for i in items] == [
         (True, 1, 2),
         (False, 2, 4),
