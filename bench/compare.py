@@ -36,6 +36,7 @@ from bench.latency import Latency, StartMirror, measure_latency
 from bench.mirror_throughput import MODES, PARTITIONS, RECORD_BYTES, Result, json_like_values, mirror_once, write_source
 from bench.mm2 import run_mm2, start_mm2
 from bench.report import write_report
+from mirror_sink.devkafka.backends import reap_with_this_process
 from mirror_sink.devkafka.pair import DevClusters
 from mirror_sink.devkafka.paths import kafka_version
 
@@ -89,7 +90,9 @@ def _throughput(mirror: str, codec: str, src: str, tgt: str, *, topic: str, reco
             run.cpu_seconds / (mb / 1000), run.peak_rss_bytes / 1e6,
         )  # fmt: skip
     # Every mirror writes the source's codec, as MM2 is told to: the comparison is of mirrors, not codecs.
-    extra = {"target.cluster.producer.compression.type": codec, "tasks.max": str(PARTITIONS)}
+    # mirror-sink keeps its default of one task: one thread pipelines every partition, while MM2 gets a
+    # task (a thread and a producer) per partition, as Connect needs for parallelism.
+    extra = {"target.cluster.producer.compression.type": codec}
     return mirror_once(
         mirror, codec, src, tgt, topic, records=records, workdir=workdir, on_progress=progress, extra=extra
     )
@@ -110,6 +113,7 @@ def _sink_starter(mirror: str, src: str, tgt: str, workdir: Path) -> StartMirror
         path.write_text(json.dumps({"name": name, "config": config}))
         with open(workdir / f"{name}.log", "wb") as log:
             proc = subprocess.Popen([sys.executable, "-m", "mirror_sink.cli", "run", str(path)], stdout=log, stderr=log)
+        reap_with_this_process(pid=proc.pid)
 
         def stop() -> None:
             proc.terminate()

@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 from confluent_kafka import Producer
 
+from mirror_sink.devkafka.backends import reap_with_this_process
 from mirror_sink.devkafka.data import committed_offsets, create_topic, end_offsets
 from mirror_sink.devkafka.pair import DevClusters
 
@@ -150,6 +151,7 @@ def mirror_once(
         argv = ["run", str(path), "--worker-id", "bench"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mirror_sink.cli", *argv], stdout=log, stderr=log)
+    reap_with_this_process(pid=proc.pid)  # an interrupted benchmark leaves no mirror behind
     ps = psutil.Process(proc.pid)
     ends = end_offsets(src, topic)
     target_topic = f"{name}.{topic}"
