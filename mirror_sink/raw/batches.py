@@ -22,6 +22,8 @@ LOG_OVERHEAD = 12
 #: Bytes needed to read baseOffset, batchLength and magic of any batch (v0/v1 message sets too).
 _PREFIX = struct.Struct(">qiib")
 _CRC_FROM = 21
+#: Smallest batchLength of any message format (a v0 message with no key or value).
+_MIN_BATCH_LENGTH = 14
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _ATTRIBUTES = struct.Struct(">h")
@@ -32,6 +34,7 @@ CODEC_MASK = 0x07
 TIMESTAMP_LOG_APPEND = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
+DELETE_HORIZON = 0x40
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 #: Control record keys are (int16 version, int16 type); type 0 marks an abort, 1 a commit.
@@ -97,6 +100,8 @@ def split_batches(records: memoryview) -> Iterator[tuple[int, int, memoryview]]:
     pos, end = 0, len(records)
     while pos + _PREFIX.size <= end:
         base, blen, _epoch, magic = _PREFIX.unpack_from(records, pos)
+        if blen < _MIN_BATCH_LENGTH:
+            raise CorruptBatch(f"batch at offset {base} claims a length of {blen} bytes")
         size = blen + LOG_OVERHEAD
         if pos + size > end:
             return
@@ -145,12 +150,14 @@ def rewrite_in_place(
     """Turn a source batch (a writable view) into one our producer may send to the target.
 
     baseOffset 0 and leader epoch -1 (the broker assigns both), our producer id, epoch and
-    sequence; the transactional bit as asked, the control and LogAppendTime bits cleared (the
-    records' own timestamps become their CreateTime); codec, timestamps and the payload kept.
+    sequence; the transactional bit as asked, the control, LogAppendTime and delete-horizon bits
+    cleared (the records' own timestamps become their CreateTime); codec, timestamps and the
+    payload kept.
     The CRC is recomputed over the view: the payload is read once and never copied.
     """
     (attrs,) = _ATTRIBUTES.unpack_from(batch, 21)
-    attrs &= ~(CONTROL | TIMESTAMP_LOG_APPEND | TRANSACTIONAL)
+    # The source cleaner's delete horizon is not the target's: its own delete.retention.ms decides.
+    attrs &= ~(CONTROL | TIMESTAMP_LOG_APPEND | TRANSACTIONAL | DELETE_HORIZON)
     if transactional:
         attrs |= TRANSACTIONAL
     _INT64.pack_into(batch, 0, 0)  # baseOffset

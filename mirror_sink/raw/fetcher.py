@@ -8,7 +8,9 @@ transactions dropped) and queued per partition as ``Fetched`` items in offset or
 
 from __future__ import annotations
 
+import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +37,8 @@ SourceTP = tuple[str, int]
 
 _READ_COMMITTED = 1
 _OFFSET_OUT_OF_RANGE = 1
+_UNKNOWN_SERVER_ERROR = -1  # retried, as the Java consumer does
+_RETRY_BACKOFF_S = 0.2
 _FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
 #: Smallest reservation worth a request: below it the fetcher waits for acknowledgements.
 _MIN_FETCH_BYTES = 64 * 1024
@@ -55,26 +59,31 @@ class Fetched:
     header: BatchHeader | None  # None for the old v0/v1 format
     start: int
     next_offset: int
+    #: Bytes of the same response that nothing forwards (control and aborted batches, a partial
+    #: tail) but that stay in memory as long as this batch's view does: charged with it.
+    extra: int = 0
 
     @property
     def size(self) -> int:
         """Bytes held against the memory budget."""
-        return len(self.batch) if self.batch is not None else 0
+        return (len(self.batch) if self.batch is not None else 0) + self.extra
 
 
 @dataclass
 class _Partition:
     position: int  # next offset to fetch
+    epoch: int  # new on every assign and seek: a response to an older fetch is dropped
     queue: deque[Fetched] = field(default_factory=deque)
     queued_bytes: int = 0
-    generation: int = 0  # bumped by seek/unassign: an in-flight response for an older one is dropped
+    in_flight: bool = False  # in a Fetch now: never in two at once (after a leader move, say)
+    retry_at: float = 0.0  # after a partition error, not fetched again before this
 
 
 @dataclass
 class _InFlight:
     future: Future
     reserved: int
-    generations: dict[SourceTP, int]
+    sent: dict[SourceTP, tuple[int, int]]  # partition -> (its epoch, the fetch offset)
 
 
 class RawFetcher:
@@ -96,13 +105,15 @@ class RawFetcher:
         self.max_wait_ms = max_wait_ms
         self._parts: dict[SourceTP, _Partition] = {}
         self._inflight: dict[Any, _InFlight] = {}
+        self._epochs = itertools.count()
+        self._rotation = 0
         wire.negotiate(FetchRequest, _FETCH_VERSION, _FETCH_VERSION)
 
     # -- assignment -----------------------------------------------------------------------------
     def assign(self, starts: Mapping[SourceTP, int]) -> None:
         """Start reading ``starts``' partitions at their offsets."""
         for tp, offset in starts.items():
-            self._parts[tp] = _Partition(offset)
+            self._parts[tp] = _Partition(offset, next(self._epochs))
 
     def unassign(self, partitions: Iterable[SourceTP]) -> None:
         """Stop reading ``partitions``; their queued data is dropped."""
@@ -117,7 +128,8 @@ class RawFetcher:
             part = self._parts[tp]
             self._drop_queue(part)
             part.position = offset
-            part.generation += 1
+            part.epoch = next(self._epochs)
+            part.in_flight = False
 
     def _drop_queue(self, part: _Partition) -> None:
         self.budget.give_back(part.queued_bytes)
@@ -150,8 +162,14 @@ class RawFetcher:
     def fill(self) -> None:
         """Send a Fetch to every leader with no request in flight, as far as the budget allows."""
         by_leader: dict[Any, list[SourceTP]] = {}
-        for tp, part in self._parts.items():
-            if part.queued_bytes >= self.partition_max_bytes:
+        now = time.monotonic()
+        # Rotated on every round: the broker fills a response in request order, so a fixed order
+        # could leave the last partitions with nothing while the first always have data.
+        order = list(self._parts)
+        self._rotation = (self._rotation + 1) % max(len(order), 1)
+        for tp in order[self._rotation :] + order[: self._rotation]:
+            part = self._parts[tp]
+            if part.in_flight or part.retry_at > now or part.queued_bytes >= self.partition_max_bytes:
                 continue  # enough waiting for this partition: leave the budget to the others
             leader = self.wire.leader(*tp)
             if leader is not None and leader not in self._inflight:
@@ -166,9 +184,12 @@ class RawFetcher:
                 continue
             self.budget.take(reserve)
             request = self._request(tps, reserve)
-            self._inflight[leader] = _InFlight(
-                self.wire.send(leader, request), reserve, {tp: self._parts[tp].generation for tp in tps}
-            )
+            sent = {}
+            for tp in tps:
+                part = self._parts[tp]
+                part.in_flight = True
+                sent[tp] = (part.epoch, part.position)
+            self._inflight[leader] = _InFlight(self.wire.send(leader, request), reserve, sent)
 
     def _request(self, tps: list[SourceTP], max_bytes: int) -> FetchRequest:
         f = FetchRequest
@@ -204,6 +225,13 @@ class RawFetcher:
         for leader in done:
             flight = self._inflight.pop(leader)
             self.budget.give_back(flight.reserved)
+            current = {}
+            for tp, (epoch, offset) in flight.sent.items():
+                part = self._parts.get(tp)
+                if part is not None and part.epoch == epoch:
+                    part.in_flight = False
+                    if part.position == offset:  # else the data is for a position given up since
+                        current[tp] = part
             if flight.future.failed():
                 log.warning("fetch from source broker %s failed (retrying): %s", leader, flight.future.exception)
                 self.wire.refresh_metadata()
@@ -211,9 +239,8 @@ class RawFetcher:
             for topic in flight.future.value.responses:
                 for pd in topic.partitions:
                     tp = (topic.topic, pd.partition_index)
-                    part = self._parts.get(tp)
-                    if part is not None and flight.generations.get(tp) == part.generation:
-                        self._take_response(tp, part, pd)
+                    if tp in current:
+                        self._take_response(tp, current[tp], pd)
         return bool(done)
 
     def _take_response(self, tp: SourceTP, part: _Partition, pd: Any) -> None:
@@ -222,9 +249,10 @@ class RawFetcher:
             raise TaskFailure(
                 f"{where}: offset {part.position} no longer exists (deleted by retention before it was mirrored?)"
             )
-        if pd.error_code in RETRY_LATER:
-            log.info("%s: %s; refreshing metadata", where, error_name(pd.error_code))
+        if pd.error_code in RETRY_LATER or pd.error_code == _UNKNOWN_SERVER_ERROR:
+            log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
             self.wire.refresh_metadata()
+            part.retry_at = time.monotonic() + _RETRY_BACKOFF_S
             return
         if pd.error_code:
             raise TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
@@ -234,32 +262,49 @@ class RawFetcher:
         # The response's own bytes are dropped at once rather than with the whole response.
         buf = memoryview(bytearray(pd.records))
         pd.records = None
-        committed = ReadCommittedFilter((a.producer_id, a.first_offset) for a in pd.aborted_transactions or ())
+        try:
+            last, forwarded = self._queue_batches(part, buf, pd.aborted_transactions or ())
+        except CorruptBatch as exc:
+            raise TaskFailure(f"{where}: corrupt batch, not mirrored: {exc}") from exc
+        if last is not None:
+            # The buffer lives as long as any view of it: what nothing forwards is charged to the last view.
+            last.extra = len(buf) - forwarded
+            part.queued_bytes += last.extra
+            self.budget.take(last.extra)
+
+    def _queue_batches(self, part: _Partition, buf: memoryview, aborted: Iterable[Any]) -> tuple[Fetched | None, int]:
+        """Queue the batches of one response: the last item holding a view of it, and the bytes of all such views."""
+        committed = ReadCommittedFilter((a.producer_id, a.first_offset) for a in aborted)
+        last = None
+        forwarded = 0
         for base, magic, view in split_batches(buf):
             if magic < 2:
                 # v0/v1: the wrapper's offset is its last record's; the fallback re-encodes it.
                 if base >= part.position:
-                    self._queue(part, Fetched(view, None, part.position, base + 1))
+                    last = self._queue(part, Fetched(view, None, part.position, base + 1))
+                    forwarded += len(view)
                 continue
             header = parse_header(view)
+            control = control_type(view) if header.is_control and len(view) > HEADER_SIZE else None
+            # Every batch goes through the filter, those before the position too: an abort marker
+            # there still ends its producer's aborted transaction for the batches after it.
+            verdict = committed.verdict(header, control)
             if header.next_offset <= part.position:
                 continue
-            try:
-                verify_crc(view, header)
-            except CorruptBatch as exc:
-                raise TaskFailure(f"{where}: corrupt batch, not mirrored: {exc}") from exc
-            control = control_type(view) if header.is_control and len(view) > HEADER_SIZE else None
-            verdict = committed.verdict(header, control)
+            verify_crc(view, header)
             if verdict is not Verdict.FORWARD or header.record_count == 0:
                 self._queue(part, Fetched(None, header, part.position, header.next_offset))
             else:
-                self._queue(part, Fetched(view, header, part.position, header.next_offset))
+                last = self._queue(part, Fetched(view, header, part.position, header.next_offset))
+                forwarded += len(view)
+        return last, forwarded
 
-    def _queue(self, part: _Partition, item: Fetched) -> None:
+    def _queue(self, part: _Partition, item: Fetched) -> Fetched:
         part.queue.append(item)
         part.queued_bytes += item.size
         self.budget.take(item.size)
         part.position = item.next_offset
+        return item
 
     def close(self) -> None:
         """Drop everything queued and close the connections."""

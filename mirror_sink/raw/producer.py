@@ -51,7 +51,20 @@ _NOT_OWNER = frozenset(
     {22, 25, 27, 82}
 )  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
 #: Produce errors no retry can fix: the task fails naming the partition.
-_PRODUCE_FATAL = frozenset({2, 10, 29, 31, 53, 87})
+_PRODUCE_FATAL = frozenset(
+    {
+        2,  # CORRUPT_MESSAGE
+        10,  # MESSAGE_TOO_LARGE
+        18,  # RECORD_LIST_TOO_LARGE
+        29,  # TOPIC_AUTHORIZATION_FAILED
+        31,  # CLUSTER_AUTHORIZATION_FAILED
+        32,  # INVALID_TIMESTAMP (outside the target topic's message.timestamp.*.max.ms)
+        43,  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+        53,  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        76,  # UNSUPPORTED_COMPRESSION_TYPE
+        87,  # INVALID_RECORD
+    }
+)
 
 
 def parse_group_metadata(metadata: bytes) -> tuple[int, str, str | None]:
@@ -331,6 +344,9 @@ class RawProducer:
             if time.monotonic() > deadline:
                 if raise_errors:
                     raise AbortCycle(f"{self.backlog} produce requests unanswered after the transaction timeout")
+                for request in self._in_flight:  # given up on: their bytes go back to the budget
+                    for out in request.entries.values():
+                        self._release(out.charge)
                 self._in_flight.clear()
                 self._per_partition.clear()
                 return
@@ -479,7 +495,7 @@ class RawProducer:
         while True:
             try:
                 code, response = attempt()
-            except RecoverableTaskFailure:  # the coordinator's broker went away: find it again
+            except RecoverableTaskFailure:  # a connection failed (a coordinator's broker went away?): look again
                 if time.monotonic() > deadline:
                     raise
                 self._txn_node = self._group_node = None

@@ -12,13 +12,12 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirror_sink import clients
 from mirror_sink.committers import Committer
 from mirror_sink.data_path import Copied, SourceTP
-from mirror_sink.errors import TaskFailure
+from mirror_sink.errors import RecoverableTaskFailure
 from mirror_sink.raw.batches import CODECS, forward_problem
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
@@ -58,32 +57,39 @@ class RawPath:
         partition_max = int(source_props.get("max.partition.fetch.bytes", _DEFAULT_PARTITION_MAX_BYTES))
         # A response may exceed its max_bytes by one batch (the first, so progress is always made).
         frame_max = max(fetch_max, memory_bytes) + 2 * max(partition_max, _DEFAULT_TARGET_MAX_MESSAGE_BYTES)
-        source = WireClient(source_props, "source", f"{client_id}-raw-fetcher", frame_max)
+        wires: list[WireClient] = []
         try:
-            target = WireClient(target_props, "target", f"{client_id}-raw-producer", 16 * 1024 * 1024)
-        except Exception:
-            source.close()
+            source = WireClient(source_props, "source", f"{client_id}-raw-fetcher", frame_max)
+            wires.append(source)
+            # Produce requests must not outlive the transaction that carries them.
+            timeout_ms = min(30_000, transaction_timeout_ms)
+            target = WireClient(target_props, "target", f"{client_id}-raw-producer", 16 << 20, timeout_ms)
+            wires.append(target)
+            self.fetcher = RawFetcher(
+                source,
+                self.budget,
+                fetch_max_bytes=fetch_max,
+                partition_max_bytes=partition_max,
+                max_wait_ms=int(source_props.get("fetch.wait.max.ms", 100)),
+            )
+            self.producer = RawProducer(
+                target,
+                transactional_id=transactional_id,
+                transaction_timeout_ms=transaction_timeout_ms,
+                group_id=group_id,
+                release=self.fetcher.release,
+                request_max_bytes=max(1 << 20, min(memory_bytes // 8, 16 << 20)),
+            )
+        except Exception:  # e.g. RawUnsupported from a version check: no connection left open
+            for wire in wires:
+                wire.close()
             raise
-        self.fetcher = RawFetcher(
-            source,
-            self.budget,
-            fetch_max_bytes=fetch_max,
-            partition_max_bytes=partition_max,
-            max_wait_ms=int(source_props.get("fetch.wait.max.ms", 100)),
-        )
-        self.producer = RawProducer(
-            target,
-            transactional_id=transactional_id,
-            transaction_timeout_ms=transaction_timeout_ms,
-            group_id=group_id,
-            release=self.fetcher.release,
-            request_max_bytes=max(1 << 20, min(memory_bytes // 8, 16 << 20)),
-        )
         self.committer: Committer = self.producer
         self._admin_props = dict(target_admin_props)
         self._client_id = client_id
         self._chunk_bytes = chunk_bytes
         self._limits: dict[str, int] = {}
+        self._admin: AdminClient | None = None
         self._position: dict[SourceTP, int] = {}
         self.forwarded = 0
         self.reencoded: Counter[str] = Counter()
@@ -129,7 +135,8 @@ class RawPath:
         return copied
 
     def close(self, *, abandon: bool = False) -> None:
-        """Close both clusters' connections."""
+        """Close both clusters' connections (``abandon`` concerns librdkafka producers only: no call
+        of ours can be left blocked in these)."""
         self.fetcher.close()
         self.producer.close()
 
@@ -156,7 +163,8 @@ class RawPath:
             while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp)) is not None:
                 plan.append((tp, target_tp, item))
                 planned_bytes += item.size
-                room -= item.batch is not None
+                if item.batch is not None:
+                    room -= 1
         if not plan:
             return Copied()
         self.committer.begin()
@@ -205,12 +213,13 @@ class RawPath:
         return limit
 
     def _describe_limit(self, topic: str) -> int:
-        admin = clients.admin(self._admin_props, f"{self._client_id}-raw-admin")
+        if self._admin is None:
+            self._admin = clients.admin(self._admin_props, f"{self._client_id}-raw-admin")
         try:
-            futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+            futures = self._admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
             entries = next(iter(futures.values())).result(30)
-        except KafkaException as exc:
-            raise TaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
+        except Exception as exc:  # a timeout or a broker error: new clients may fare better
+            raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
         entry = entries.get("max.message.bytes")
         return int(entry.value) if entry is not None and entry.value else _DEFAULT_TARGET_MAX_MESSAGE_BYTES
 

@@ -89,7 +89,14 @@ def client_options(props: Mapping[str, str]) -> dict[str, Any]:
 class WireClient:
     """One cluster's connections, driven by the owning task's thread."""
 
-    def __init__(self, props: Mapping[str, str], cluster: str, client_id: str, max_response_bytes: int) -> None:
+    def __init__(
+        self,
+        props: Mapping[str, str],
+        cluster: str,
+        client_id: str,
+        max_response_bytes: int,
+        request_timeout_ms: int = 30_000,
+    ) -> None:
         self.cluster = cluster
         self.bootstrap = props["bootstrap.servers"]
         self._topics: set[str] = set()
@@ -97,7 +104,7 @@ class WireClient:
             **client_options(props),
             client_id=client_id,
             receive_message_max_bytes=max_response_bytes,
-            request_timeout_ms=30_000,
+            request_timeout_ms=request_timeout_ms,
         )
         try:
             self._client.check_version(timeout_ms=30_000)
@@ -146,7 +153,11 @@ class WireClient:
         """True when ``node`` can take another request now (connected, under five in flight)."""
         if self._client.is_ready(node):
             return True
-        self._client.maybe_connect(node)
+        try:
+            self._client.maybe_connect(node)
+        except kerr.KafkaError as exc:  # e.g. a leader id the metadata does not list yet
+            log.info("%s broker %s not reachable yet: %s", self.cluster, node, exc)
+            self.refresh_metadata()
         return False
 
     def poll(self, timeout_s: float) -> None:

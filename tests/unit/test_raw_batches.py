@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from mirror_sink.errors import TaskFailure
@@ -310,3 +311,65 @@ def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_
         (False, 4, 5),
     ]
     assert part.position == 5
+
+
+def test_an_abort_marker_before_the_start_still_ends_its_transaction() -> None:
+    aborted = build([(b"b", b"2", [], 1)] * 2, 0, base_offset=2, attributes_extra=TRANSACTIONAL, producer=(6, 0, 0))
+    marker = build(
+        [(struct.pack(">hh", 0, 0), b"\0" * 6, [], 1)],
+        base_offset=4,
+        attributes_extra=CONTROL | TRANSACTIONAL,
+        producer=(6, 0, -1),
+    )
+    later = build([(b"c", b"3", [], 1)], 0, base_offset=5, attributes_extra=TRANSACTIONAL, producer=(6, 0, 2))
+    fetcher = _fetcher(start=5)  # the fetch returns the partition from offset 2, as brokers do
+    fetcher._take_response(
+        ("orders", 3), fetcher._parts[("orders", 3)], _fetch_response(bytes(aborted + marker + later), [(6, 2)])
+    )
+    items = list(iter(partial(fetcher.pop, ("orders", 3)), None))
+    assert [(i.batch is not None, i.next_offset) for i in items] == [(True, 6)], "the committed batch is kept"
+
+
+class _PipelinedWire(_Wire):
+    """Takes Fetch requests and hands back their futures, for the test to complete."""
+
+    def __init__(self) -> None:
+        self.sent: list[Future] = []
+
+    def leader(self, topic: str, partition: int) -> int:
+        return 1
+
+    def ready(self, node: int) -> bool:
+        return True
+
+    def send(self, node: int, request: object) -> Future:
+        self.sent.append(Future())
+        return self.sent[-1]
+
+
+def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_back() -> None:
+    wire = _PipelinedWire()
+    fetcher = RawFetcher(
+        wire,  # type: ignore[arg-type]
+        MemoryBudget(1 << 24),
+        fetch_max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        max_wait_ms=10,
+    )
+    tp = ("orders", 3)
+    fetcher.assign({tp: 1000})
+    fetcher.fill()
+    assert len(wire.sent) == 1
+    fetcher.fill()
+    assert len(wire.sent) == 1, "never two fetches for one partition at once"
+    # A rebalance: the partition is revoked and assigned back at the committed offset...
+    fetcher.unassign([tp])
+    fetcher.assign({tp: 1000})
+    # ...and the fetch sent before, for offset 1500 in the real world, answers now.
+    batch = build([(b"k", b"v", [], 1)], 0, base_offset=1500)
+    partition = SimpleNamespace(partition_index=3, **vars(_fetch_response(bytes(batch))))
+    wire.sent[0].success(SimpleNamespace(responses=[SimpleNamespace(topic="orders", partitions=[partition])]))
+    fetcher._parts[tp].position = 1500  # even were the positions to agree, the epoch differs
+    assert fetcher.collect()
+    assert fetcher.pop(tp) is None, "data fetched for the previous assignment is never queued"
+    assert fetcher.budget.used == 0, "its reservation went back to the budget"
