@@ -194,13 +194,18 @@ def test_reencode_splits_a_batch_over_the_target_limit_and_fails_on_a_single_hug
         reencode(memoryview(batch), 0, 0, 500, "t-0")
 
 
-def _control(pid: int, offset: int, marker: int) -> BatchHeader:
-    batch = build(
-        [(struct.pack(">hh", 0, marker), b"\0\0\0\0\0\0", [], 1)],
+def _marker_batch(pid: int, offset: int, marker: int = 0) -> bytearray:
+    """A transaction marker as the broker writes it: ABORT (0) or COMMIT (1) for ``pid``."""
+    return build(
+        [(struct.pack(">hh", 0, marker), b"\0" * 6, [], 1)],
         base_offset=offset,
         attributes_extra=CONTROL | TRANSACTIONAL,
         producer=(pid, 0, -1),
     )
+
+
+def _control(pid: int, offset: int, marker: int) -> BatchHeader:
+    batch = _marker_batch(pid, offset, marker)
     assert control_type(memoryview(batch)) == marker
     return parse_header(memoryview(batch))
 
@@ -295,12 +300,7 @@ def test_a_corrupt_source_batch_is_never_queued_and_fails_the_task_naming_it() -
 def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_skips() -> None:
     committed = build([(b"a", b"1", [], 1)] * 2, 0, base_offset=0, attributes_extra=TRANSACTIONAL, producer=(5, 0, 0))
     aborted = build([(b"b", b"2", [], 1)] * 2, 0, base_offset=2, attributes_extra=TRANSACTIONAL, producer=(6, 0, 0))
-    marker = build(
-        [(struct.pack(">hh", 0, 0), b"\0" * 6, [], 1)],
-        base_offset=4,
-        attributes_extra=CONTROL | TRANSACTIONAL,
-        producer=(6, 0, -1),
-    )
+    marker = _marker_batch(6, 4)
     fetcher = _fetcher(start=1)  # starts inside the first batch
     part = fetcher._parts[("orders", 3)]
     fetcher._take_response(("orders", 3), part, _fetch_response(bytes(committed + aborted + marker), [(6, 2)]))
@@ -315,12 +315,7 @@ def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_
 
 def test_an_abort_marker_before_the_start_still_ends_its_transaction() -> None:
     aborted = build([(b"b", b"2", [], 1)] * 2, 0, base_offset=2, attributes_extra=TRANSACTIONAL, producer=(6, 0, 0))
-    marker = build(
-        [(struct.pack(">hh", 0, 0), b"\0" * 6, [], 1)],
-        base_offset=4,
-        attributes_extra=CONTROL | TRANSACTIONAL,
-        producer=(6, 0, -1),
-    )
+    marker = _marker_batch(6, 4)
     later = build([(b"c", b"3", [], 1)], 0, base_offset=5, attributes_extra=TRANSACTIONAL, producer=(6, 0, 2))
     fetcher = _fetcher(start=5)  # the fetch returns the partition from offset 2, as brokers do
     fetcher._take_response(
