@@ -168,14 +168,20 @@ class RawPath:
         if not plan:
             return Copied()
         self.committer.begin()
-        self.producer.add_partitions({t for _, t, item in plan if item.batch is not None})
-        records = nbytes = 0
-        for tp, target_tp, item in plan:
-            if item.batch is not None:
-                r, b = self._send(tp, target_tp, item)
-                records += r
-                nbytes += b
-            self._position[tp] = item.next_offset
+        records = nbytes = done = 0
+        try:
+            self.producer.add_partitions({t for _, t, item in plan if item.batch is not None})
+            for tp, target_tp, item in plan:
+                if item.batch is not None:
+                    r, b = self._send(tp, target_tp, item)
+                    records += r
+                    nbytes += b
+                self._position[tp] = item.next_offset
+                done += 1
+        except BaseException:
+            for _, _, item in plan[done:]:  # taken from the fetcher but never handed to the producer
+                self.fetcher.release(item.size)
+            raise
         return Copied(records, nbytes)
 
     def _send(self, tp: SourceTP, target_tp: TargetTP, item: Fetched) -> tuple[int, int]:
@@ -187,7 +193,7 @@ class RawPath:
             assert header is not None
             self.producer.send(target_tp, item.batch, header.record_count, item.size, header.base_offset)
             self.forwarded += 1
-            return header.record_count, item.size
+            return header.record_count, len(item.batch)
         kind = "old format" if header is None else _kind(why)
         self.reencoded[kind] += 1
         if (tp, kind) not in self._explained:
