@@ -138,7 +138,6 @@ class RawProducer:
         self._txn_node: Any = None
         self._group_node: Any = None
         self.acked_records = 0
-        self.acked_bytes = 0
         self._produce_version = wire.negotiate(ProduceRequest, 8, 11)
         self._end_txn_version = wire.negotiate(EndTxnRequest, 3, 4)
         for request, version in (
@@ -311,7 +310,6 @@ class RawProducer:
             code = result.error_code if result is not None else -1
             if code == 0:
                 self.acked_records += out.records
-                self.acked_bytes += len(out.batch)
                 continue
             where = f"target partition {tp[0]}-{tp[1]} (source offset {out.first_offset})"
             message = result.error_message if result is not None else None

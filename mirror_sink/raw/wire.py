@@ -39,6 +39,9 @@ _PROPERTY_MAP = {
 }
 _UPPER = {"security_protocol", "sasl_mechanism"}
 
+#: A broker's node id; before the first metadata answer kafka-python names bootstrap servers "bootstrap-N".
+NodeId = int | str
+
 COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
 #: Errors after which asking again (after a metadata or coordinator refresh) can succeed.
@@ -145,11 +148,11 @@ class WireClient:
         self._client.cluster.request_update()
 
     # -- requests -------------------------------------------------------------------------------
-    def send(self, node: int, request: Any) -> Future:
+    def send(self, node: NodeId, request: Any) -> Future:
         """Send without waiting; the Future completes inside ``poll``."""
         return self._client.send(node, request)
 
-    def ready(self, node: int) -> bool:
+    def ready(self, node: NodeId) -> bool:
         """True when ``node`` can take another request now (connected, under five in flight)."""
         if self._client.is_ready(node):
             return True
@@ -164,7 +167,7 @@ class WireClient:
         """Do network I/O for up to ``timeout_s`` (returns early when a response arrives)."""
         self._client.poll(timeout_ms=int(timeout_s * 1000))
 
-    def call(self, node: int, request: Any, what: str, timeout_s: float = 30.0) -> Any:
+    def call(self, node: NodeId, request: Any, what: str, timeout_s: float = 30.0) -> Any:
         """Send ``request`` and wait for its response; connection failures are recoverable."""
         try:
             return self._client.send_and_receive(node, request, timeout_ms=int(timeout_s * 1000))
@@ -173,13 +176,13 @@ class WireClient:
                 f"{what} on the {self.cluster} cluster ({self.bootstrap}) failed: {exc}"
             ) from exc
 
-    def any_node(self) -> int:
+    def any_node(self) -> NodeId:
         """A connected (or connectable) broker for requests any broker answers."""
         deadline = time.monotonic() + 30
         while True:
             node = self._client.least_loaded_node(bootstrap_fallback=True)
             if node is not None:
-                return int(node) if not isinstance(node, str) else node  # type: ignore[return-value]
+                return node if isinstance(node, str) else int(node)
             if time.monotonic() > deadline:
                 raise RecoverableTaskFailure(f"no broker of the {self.cluster} cluster ({self.bootstrap}) is reachable")
             self.poll(0.2)
