@@ -12,13 +12,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mirror_sink.devkafka.data import create_topic, end_offsets
-from mirror_sink.raw.fetcher import RawFetcher
-from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.devkafka.data import create_topic
+from mirror_sink.raw.fetcher import read_committed_batches
 from mirror_sink.raw.producer import RawProducer
 from mirror_sink.raw.wire import WireClient
-
-_HOLD_ALL = 1 << 40  # the whole topic is held in memory on purpose: only the produce side is timed
 
 
 @dataclass
@@ -28,31 +25,6 @@ class Ceiling:
     seconds: float
     batches: int
     records: int
-
-
-def _fetch_all(source: str, topic: str, partitions: int) -> dict[int, list[tuple[memoryview, int]]]:
-    """Every committed data batch of ``topic`` with its record count, per partition."""
-    wire = WireClient({"bootstrap.servers": source}, "source", "bench-ceiling-fetch", 1 << 30)
-    fetcher = RawFetcher(
-        wire, MemoryBudget(_HOLD_ALL), fetch_max_bytes=64 << 20, partition_max_bytes=16 << 20, max_wait_ms=100
-    )
-    ends = end_offsets(source, topic)
-    fetcher.assign({(topic, p): 0 for p in range(partitions)})
-    out: dict[int, list[tuple[memoryview, int]]] = {p: [] for p in range(partitions)}
-    positions = dict.fromkeys(range(partitions), 0)
-    try:
-        while any(positions[p] < ends[p] for p in positions):
-            fetcher.fill()
-            wire.poll(0.1)
-            fetcher.collect()
-            for p in range(partitions):
-                while (item := fetcher.pop((topic, p))) is not None:
-                    if item.batch is not None and item.header is not None:
-                        out[p].append((item.batch, item.header.record_count))
-                    positions[p] = item.next_offset
-    finally:
-        fetcher.close()
-    return out
 
 
 def target_ingest(
@@ -65,7 +37,10 @@ def target_ingest(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Ceiling:
     """Produce ``topic``'s batches, fetched beforehand, to ``target_topic`` as fast as the target takes them."""
-    batches = _fetch_all(source, topic, partitions)
+    batches = {
+        p: [(item.batch, item.header.record_count) for item in items if item.batch is not None and item.header]
+        for p, items in read_committed_batches(source, topic, range(partitions)).items()
+    }
     create_topic(target, target_topic, partitions, {"compression.type": "producer"})
     wire = WireClient({"bootstrap.servers": target}, "target", "bench-ceiling-produce", 16 << 20)
     producer = RawProducer(

@@ -375,35 +375,13 @@ def shadow_caught_up(
     return all(stored.get((target_topic, p)) == e for p, e in ends.items())
 
 
-def committed_data_batches(bootstrap: str, topic: str, partition: int, timeout: float = 60.0) -> list[bytes]:
+def committed_data_batches(bootstrap: str, topic: str, partition: int) -> list[bytes]:
     """The committed data batches of a partition as the broker stores them (raw Fetch, read_committed).
 
     Control batches and aborted transactions are left out, exactly as raw mode's fetcher leaves them.
     """
-    from mirror_sink.raw.fetcher import RawFetcher
-    from mirror_sink.raw.memory_budget import MemoryBudget
-    from mirror_sink.raw.wire import WireClient
+    from mirror_sink.raw.fetcher import read_committed_batches
 
-    end = end_offsets(bootstrap, topic)[partition]
-    wire = WireClient({"bootstrap.servers": bootstrap}, "inspected", "test-raw-reader", 256 * 1024 * 1024)
-    fetcher = RawFetcher(
-        wire, MemoryBudget(128 * 1024 * 1024), fetch_max_bytes=64 << 20, partition_max_bytes=8 << 20, max_wait_ms=100
-    )
-    fetcher.assign({(topic, partition): 0})
-    found: list[bytes] = []
-    position = 0
-    deadline = time.monotonic() + timeout
-    try:
-        while position < end:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"raw read of {topic}-{partition} stopped at {position} of {end}")
-            fetcher.fill()
-            wire.poll(0.1)
-            fetcher.collect()
-            while (item := fetcher.pop((topic, partition))) is not None:
-                if item.batch is not None:
-                    found.append(bytes(item.batch))
-                position = item.next_offset
-    finally:
-        fetcher.close()
-    return found
+    return [
+        bytes(item.batch) for item in read_committed_batches(bootstrap, topic, [partition])[partition] if item.batch
+    ]
