@@ -72,11 +72,13 @@ def create_topic(
     config: dict[str, str] | None = None,
     timeout: float = 30.0,
 ) -> None:
-    """Create ``topic`` and wait until its metadata shows every partition with a leader."""
+    """Create ``topic`` and wait until every partition's leader serves it (not just names it)."""
     admin = AdminClient(_conf(bootstrap))
     fs = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})], operation_timeout=timeout)
     fs[topic].result(timeout)
+    deadline = time.monotonic() + timeout
     wait_for_partitions(admin, topic, partitions, timeout)
+    wait_until_served(bootstrap, topic, partitions, max(deadline - time.monotonic(), 1.0))
 
 
 def wait_for_partitions(admin: AdminClient, topic: str, partitions: int, timeout: float = 30.0) -> None:
@@ -90,6 +92,29 @@ def wait_for_partitions(admin: AdminClient, topic: str, partitions: int, timeout
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic!r} did not get {partitions} led partitions in {timeout} s")
         time.sleep(0.1)
+
+
+def wait_until_served(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Block until every partition's leader answers ListOffsets for it.
+
+    Metadata names a new partition's leader before that broker has opened the partition's log, and a
+    Produce in between is refused with NOT_LEADER_OR_FOLLOWER; ListOffsets is refused the same way,
+    so once it answers, Produce and Fetch are served too.
+    """
+    deadline = time.monotonic() + timeout
+    consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-devkafka-probe"}))
+    try:
+        for p in range(partitions):
+            while True:
+                try:
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5.0)
+                    break
+                except KafkaException as e:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{topic}-{p} not served by its leader in {timeout} s: {e}") from e
+                    time.sleep(0.1)
+    finally:
+        consumer.close()
 
 
 @dataclass
