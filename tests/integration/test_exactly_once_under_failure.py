@@ -2,9 +2,10 @@
 
 Source data is written in transactions, one in five aborted, with two codecs, while the mirror runs.
 During the run the mirror is killed three times (SIGTERM once, SIGKILL twice) and the target broker
-is bounced cleanly once and hard once. A read_committed consumer on the target during the run and
-another after it must see exactly the source's committed records: none lost, none twice, each
-partition in order; and the shadow group must end at the source's end offsets.
+is bounced cleanly once and hard once (the mirror frozen while it stops: see SKIPPED_MARKERS).
+A read_committed consumer on the target during the run and another after it must see exactly the
+source's committed records: none lost, none twice, each partition in order; and the shadow group
+must end at the source's end offsets.
 """
 
 from __future__ import annotations
@@ -33,6 +34,40 @@ from tests.integration.harness import (
 # (topic suffix, partitions, codec, committed records)
 SOURCES = [("lz4", 4, "lz4", 14_000), ("zstd", 2, "zstd", 7_000)]
 TOTAL = sum(n for *_, n in SOURCES)
+
+
+# Kafka's transaction coordinator skips the markers of a partition whose leader is unknown at that
+# moment, taking it for deleted (TransactionMarkerChannelManager: "these partitions are likely deleted
+# already and hence can be skipped"), and records the transaction as complete: its records stay open
+# for ever (LSO stuck below HW) whatever the client does. A single-node cluster's partitions have no
+# leader (1) for the milliseconds of a graceful shutdown's controlled-shutdown step, and (2) after a
+# restart from a crash, when the controller fences the broker's previous registration while the
+# transaction coordinator is resending the markers of commits it had not finished. Both were seen on
+# Kafka 4.3.1 with no mirror involved (a transactional producer committing in a loop), and (1) once in
+# this test. Neither exists with replicated target partitions, where leadership moves instead.
+SKIPPED_MARKERS = "likely deleted already and hence can be skipped"
+
+
+def bounced(broker: LocalKafkaCluster, mirror: MirrorProcess, *, hard: bool) -> None:
+    """Stop the target broker (SIGTERM, or SIGKILL for a crash) and start it again.
+
+    The mirror resumes against a broker that is gone, with its transaction open and requests in
+    flight, and meets the restarted broker later: the bounce it must survive. It is frozen for the
+    half second before the broker stops and while it shuts down, so none of its commits is unfinished
+    in either window above (see SKIPPED_MARKERS).
+    """
+    mirror.signal(signal.SIGSTOP)
+    try:
+        time.sleep(0.5)  # what the mirror already sent is served and its commits' markers written
+        broker.stop(hard=hard)
+    finally:
+        mirror.signal(signal.SIGCONT)
+    broker.start()
+
+
+def skipped_markers(broker: LocalKafkaCluster) -> list[str]:
+    """The broker's log lines saying it dropped transaction markers (a broker fault, not the mirror's)."""
+    return [line for line in broker.server_log.read_text(errors="replace").splitlines() if SKIPPED_MARKERS in line]
 
 
 def bounceable(cluster: KafkaEndpoint) -> LocalKafkaCluster:
@@ -85,11 +120,11 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
         progress_at_least(0.35)
         proc = restarted(proc, signal.SIGKILL)
         progress_at_least(0.50)
-        target_broker.restart(hard=False)
+        bounced(target_broker, proc, hard=False)
         progress_at_least(0.65)
         proc = restarted(proc, signal.SIGKILL)
         progress_at_least(0.80)
-        target_broker.restart(hard=True)
+        bounced(target_broker, proc, hard=True)
 
         for load in loads:
             load.join(300)
@@ -100,7 +135,11 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
                 f"{topic} mirrored to its end",
             )
         assert proc.alive(), f"the mirror died:\n{proc.log_tail()}"
-        live.wait_for(TOTAL, 60)
+        try:
+            live.wait_for(TOTAL, 60)
+        except AssertionError as exc:
+            dropped = skipped_markers(target_broker)
+            raise AssertionError(f"{exc}; target broker dropped transaction markers: {dropped[-3:]}") from None
         time.sleep(1)  # anything extra (a duplicate) would arrive now
     finally:
         live.stop()
