@@ -1,9 +1,10 @@
 """Raw read_committed Fetch from the source: whole record batches, never decompressed.
 
 One Fetch request in flight per source leader, carrying every assigned partition it leads that
-has room in its queue; each request reserves its ``max_bytes`` from the memory budget first and
-waits when the budget is spent. Responses are checked (CRC), filtered (control batches and aborted
-transactions dropped) and queued per partition as ``Fetched`` items in offset order.
+has room in its queue; each request first reserves what its response can cost in memory
+(``max_bytes`` times the copies the network layer makes of it) and waits when the budget is spent.
+Responses are checked (CRC), filtered (control batches and aborted transactions dropped) and
+queued per partition as ``Fetched`` items in offset order.
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ _OFFSET_OUT_OF_RANGE = 1
 _UNKNOWN_SERVER_ERROR = -1  # retried, as the Java consumer does
 _RETRY_BACKOFF_S = 0.2
 _FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
-#: Smallest reservation worth a request: below it the fetcher waits for acknowledgements.
+#: Smallest response worth a request: below it the fetcher waits for acknowledgements.
 _MIN_FETCH_BYTES = 64 * 1024
+#: kafka-python holds a response this many times while receiving and decoding it (the socket's
+#: chunks joined, the frame buffer, a copy to decode from, the decoded fields), so a Fetch in
+#: flight is charged that many times its max_bytes: the budget bounds those copies too.
+_RESPONSE_COPIES = 4
+#: A Fetch in flight is charged at most half the budget, leaving the rest for queued data.
+_FETCH_SHARE = 2
 
 log = logging.getLogger(__name__)
 
@@ -174,22 +181,25 @@ class RawFetcher:
             leader = self.wire.leader(*tp)
             if leader is not None and leader not in self._inflight:
                 by_leader.setdefault(leader, []).append(tp)
+        most = self.budget.limit // (_FETCH_SHARE * _RESPONSE_COPIES)
         for leader, tps in by_leader.items():
-            # A quarter of the budget per response at most: the network layer holds a response
-            # twice while decoding it, so the copies in flight stay a fraction of the budget.
-            reserve = min(
-                self.fetch_max_bytes, self.budget.available, self.budget.limit // 4, len(tps) * self.partition_max_bytes
+            max_bytes = min(
+                self.fetch_max_bytes,
+                most,
+                self.budget.available // _RESPONSE_COPIES,
+                len(tps) * self.partition_max_bytes,
             )
-            if reserve < min(_MIN_FETCH_BYTES, self.budget.limit // 4) or not self.wire.ready(leader):
+            if max_bytes < min(_MIN_FETCH_BYTES, most) or not self.wire.ready(leader):
                 continue
-            self.budget.take(reserve)
-            request = self._request(tps, reserve)
+            charge = max_bytes * _RESPONSE_COPIES
+            self.budget.take(charge)
+            request = self._request(tps, max_bytes)
             sent = {}
             for tp in tps:
                 part = self._parts[tp]
                 part.in_flight = True
                 sent[tp] = (part.epoch, part.position)
-            self._inflight[leader] = _InFlight(self.wire.send(leader, request), reserve, sent)
+            self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent)
 
     def _request(self, tps: list[SourceTP], max_bytes: int) -> FetchRequest:
         f = FetchRequest

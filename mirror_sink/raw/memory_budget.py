@@ -1,8 +1,9 @@
 """One byte budget for everything fetched and not yet acknowledged by the target (KIP-283's lesson).
 
 Memory then depends on this one number, not on the partition count times the fetch sizes: the
-fetcher reserves a request's whole ``max_bytes`` before sending it and waits when the budget is
-spent; bytes return to the budget when the target acknowledges them (or they are dropped).
+fetcher reserves what a response can cost (its ``max_bytes`` times the network layer's copies)
+before sending the request and waits when the budget is spent; fetched bytes return to the budget
+when the target acknowledges them (or they are dropped).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ class RawPath:
                 transaction_timeout_ms=transaction_timeout_ms,
                 group_id=group_id,
                 release=self.fetcher.release,
-                request_max_bytes=max(1 << 20, min(memory_bytes // 8, 16 << 20)),
+                request_max_bytes=max(1 << 20, min(memory_bytes // 16, 16 << 20)),
             )
         except Exception:  # e.g. RawUnsupported from a version check: no connection left open
             for wire in wires:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import threading
 import time
 from functools import partial
@@ -141,10 +142,40 @@ def test_a_start_inside_a_batch_mirrors_only_the_records_from_there(
 
 
 BUDGET = 24 * 1024 * 1024
-#: What a mirror process holds besides the budgeted data: about 70 MiB for the interpreter,
-#: librdkafka's clients and kafka-python, plus the network layer's transient copies (a response
-#: being decoded, at most a quarter of the budget, held twice; produce requests being sent).
+#: What a busy mirror holds beyond its idle footprint and the budget (which charges a fetch
+#: response for the network layer's copies of it): the produce requests being written (a sixteenth
+#: of the budget each, five per broker, and the encoder's buffer at up to twice that) and the
+#: allocator's slack.
+BUSY_OVERHEAD = 16 * 1024 * 1024
+#: The fixed overhead for operators: the idle footprint (about 70 MiB: interpreter, librdkafka's
+#: clients, kafka-python) plus BUSY_OVERHEAD, with room for another machine's libraries.
 FIXED_OVERHEAD = 100 * 1024 * 1024
+
+
+class RssSampler:
+    """Samples a process's resident set size every 20 ms in a background thread."""
+
+    def __init__(self, pid: int) -> None:
+        self.process = psutil.Process(pid)
+        self.peak = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            try:
+                self.peak = max(self.peak, self.process.memory_info().rss)
+            except psutil.NoSuchProcess:
+                return
+            time.sleep(0.02)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
 
 
 def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_sizes(
@@ -153,11 +184,6 @@ def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_s
     name, topic = unique("memory"), unique("memory")
     partitions = 200
     create_topic(source.bootstrap_servers, topic, partitions)
-    # 200 partitions x 400 KB of incompressible data (80 MB): with these fetch sizes an unbounded
-    # fetcher would hold all of it at once.
-    per_partition = 20
-    records = [Rec(None, os.urandom(20_000), partition=p) for p in range(partitions) for _ in range(per_partition)]
-    produce(source.bootstrap_servers, topic, records, ProduceSpec(batch_bytes=200_000))
     config = mirror_config(
         name,
         source,
@@ -168,33 +194,36 @@ def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_s
             "buffer.memory": str(BUDGET),
             "source.cluster.consumer.fetch.max.bytes": str(500 << 20),
             "source.cluster.consumer.max.partition.fetch.bytes": str(50 << 20),
+            # The mirror is frozen while the data is written: it must stay in its group meanwhile.
+            "target.cluster.consumer.session.timeout.ms": "45000",
         },
     )
     proc = mirror(config).start()
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        process = psutil.Process(proc.pid)
-        while not done.is_set():
-            try:
-                peak = max(peak, process.memory_info().rss)
-            except psutil.NoSuchProcess:
-                return
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    wait_until(lambda: "reading 200 source partitions" in proc.log_text(), 60, "the mirror to start reading")
+    with RssSampler(proc.pid) as idle:
+        time.sleep(1)
+    # Frozen while 200 partitions x 400 KB of incompressible data (80 MB) are written, so that it
+    # then faces all of it at once: with these fetch sizes an unbounded fetcher would hold it all.
+    proc.signal(signal.SIGSTOP)
     try:
-        group = f"connect-{name}"
-        wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 180, "catch up")
+        records = [Rec(None, os.urandom(20_000), partition=p) for p in range(partitions) for _ in range(20)]
+        produce(source.bootstrap_servers, topic, records, ProduceSpec(batch_bytes=200_000))
     finally:
-        done.set()
-        sampler.join(5)
+        proc.signal(signal.SIGCONT)
+    try:
+        with RssSampler(proc.pid) as busy:
+            group = f"connect-{name}"
+            wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 180, "catch up")
+    finally:
         assert proc.stop() == 0, proc.log_tail()
     assert sum(len(v) for v in read_all(target.bootstrap_servers, f"source.{topic}").values()) == len(records)
     budget_peak = float(re.findall(r"memory peak ([\d.]+) MB", _final_progress(proc))[-1]) * 1e6
-    print(f"peak RSS {peak / 2**20:.0f} MiB; budget {BUDGET / 2**20:.0f} MiB, used at most {budget_peak / 2**20:.1f}")
+    mib = 2**20
+    print(
+        f"RSS idle {idle.peak / mib:.0f} MiB, peak {busy.peak / mib:.0f} MiB; "
+        f"budget {BUDGET / mib:.0f} MiB, used at most {budget_peak / mib:.1f}"
+    )
     assert budget_peak <= BUDGET + 2 * 200_000, "the fetcher kept within its budget (plus one oversized batch)"
-    assert peak < BUDGET + FIXED_OVERHEAD, f"peak RSS {peak / 2**20:.0f} MiB"
+    growth = busy.peak - idle.peak
+    assert growth < BUDGET + BUSY_OVERHEAD, f"RSS grew {growth / mib:.0f} MiB while busy"
+    assert busy.peak < BUDGET + FIXED_OVERHEAD, f"peak RSS {busy.peak / mib:.0f} MiB"
