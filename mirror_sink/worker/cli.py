@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import faulthandler
 import logging
-import signal
 import socket
-import subprocess
-from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path
-from types import FrameType
 from urllib.parse import urlparse
 
-import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from api.app import create_app
-from mirror_sink import clients
 from mirror_sink.config_files import parse_properties
-from mirror_sink.devkafka.paths import data_dir, project_root
+from mirror_sink.devkafka.paths import data_dir
 from mirror_sink.errors import ConfigError
 from mirror_sink.mm2_config import load_mm2_file
 from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
@@ -77,66 +67,11 @@ def _store(config: WorkerConfig) -> ConfigBackingStore:
     return FileConfigBackingStore(config.data_dir / "connectors.json")
 
 
-@cache
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(project_root()), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )  # fmt: skip
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
+def _serve(config: WorkerConfig, herder: Herder) -> int:
+    # Imported here: FastAPI and uvicorn are start-up cost that only the serving verbs should pay.
+    from mirror_sink.worker.rest_server import serve
 
-
-def _cluster_id_reader(bootstrap: str | None, herder: Herder) -> Callable[[], str | None]:
-    """The target cluster's id: the worker's own cluster, or the first connector's target."""
-    known: dict[str, str] = {}
-
-    def read() -> str | None:
-        address = bootstrap or herder.first_target()
-        if not address:
-            return None
-        if address not in known:
-            try:
-                admin = clients.admin({"bootstrap.servers": address}, "worker")
-                known[address] = str(admin.describe_cluster().result(10).cluster_id)
-            except Exception:
-                return None
-        return known[address]
-
-    return read
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, minus its signal handling: it re-raises SIGTERM after shutdown, which would kill the
-    process before the connectors are stopped gracefully. ``serve`` installs its own handlers."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def serve(config: WorkerConfig, herder: Herder) -> int:
-    """Run the REST API until SIGTERM/SIGINT, then stop every connector gracefully."""
-    host, port = config.host_port
-    app = create_app(herder, commit=_commit(), cluster_id=_cluster_id_reader(config.bootstrap_servers, herder))
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False))
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("%s received: stopping the REST API, then the connectors", signal.Signals(signum).name)
-        server.should_exit = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    log.info("worker %s: REST API on http://%s:%d", config.id, host, port)
-    try:
-        server.run()
-    finally:
-        log.info("worker %s stopping: tasks finish or abort their transactions, then leave their groups", config.id)
-        herder.stop()
-    return 0
+    return serve(config, herder)
 
 
 def _add_worker_flags(p: argparse.ArgumentParser) -> None:
@@ -167,7 +102,7 @@ def run_worker(args: argparse.Namespace) -> int:
         return 2
     herder = Herder(config.id, _store(config))
     herder.start()
-    return serve(config, herder)
+    return _serve(config, herder)
 
 
 def run_mm2(args: argparse.Namespace) -> int:
@@ -195,4 +130,4 @@ def run_mm2(args: argparse.Namespace) -> int:
         log.error("MM2 flow refused: %s", exc)
         herder.stop()
         return 2
-    return serve(config, herder)
+    return _serve(config, herder)
