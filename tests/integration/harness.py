@@ -366,13 +366,21 @@ def assert_exact_mirror(
 def shadow_caught_up(
     source: KafkaEndpoint, source_topic: str, target: KafkaEndpoint, target_topic: str, group: str
 ) -> bool:
-    """True once the shadow group holds the source end offset of every partition."""
+    """True once the shadow group holds the source end offset of every partition and no transaction
+    is open on the target topic, so that a read_committed reader sees everything mirrored.
+
+    The second condition matters: a commit's markers reach the group's offsets and the data
+    partitions separately, so the offsets can be visible a moment before the data is (seen in CI).
+    """
     ends = end_offsets(source.bootstrap_servers, source_topic)
     try:
         stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
     except Exception:
         return False
-    return all(stored.get((target_topic, p)) == e for p, e in ends.items())
+    if any(stored.get((target_topic, p)) != e for p, e in ends.items()):
+        return False
+    bootstrap = target.bootstrap_servers
+    return end_offsets(bootstrap, target_topic) == end_offsets(bootstrap, target_topic, isolation="read_uncommitted")
 
 
 def committed_data_batches(bootstrap: str, topic: str, partition: int) -> list[bytes]:
