@@ -233,7 +233,7 @@ def main() -> int:
         results = run(args, src, tgt)
     finally:
         if clusters is not None:
-            clusters.down()
+            clusters.discard()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "benchmarks.json").write_text(json.dumps(results, indent=2) + "\n")
     for path in write_report(results, args.out):

@@ -2,8 +2,8 @@
 
     .venv/bin/python -m bench.mirror_throughput --gb 1 --codecs lz4,zstd,gzip --modes raw-eos,record-eos
 
-Starts its own local source and target clusters (under bench/results/clusters), writes the data
-once per codec (1 KB JSON-like records, several partitions, producer batches up to 1 MB), then
+Starts its own local source and target clusters (under bench/results/clusters, deleted at the
+end), writes the data once per codec (1 KB JSON-like records, several partitions, producer batches up to 1 MB), then
 mirrors the same data with each mode in turn, in one run, so the figures compare side by side.
 Results go to stdout and bench/results/mirror_throughput.json. Not a test: numbers vary with the
 machine.
@@ -218,7 +218,7 @@ def main() -> int:
                     f"peak RSS {r.peak_rss_mb:.0f} MB"
                 )
     finally:
-        clusters.down()
+        clusters.discard()
     machine = f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
     (RESULTS / "mirror_throughput.json").write_text(
         json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=2)
