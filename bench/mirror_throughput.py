@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.mirror_throughput --gb 1 --codecs lz4,zstd,gzip --modes raw-eos,record-eos
 
 Starts its own local source and target clusters (under bench/results/clusters, deleted at the
-end), writes the data once per codec (1 KB JSON-like records, several partitions, producer batches up to 1 MB), then
-mirrors the same data with each mode in turn, in one run, so the figures compare side by side.
+end), writes the data once per codec (1 KB JSON-like records, several partitions, producer batches
+up to 1 MB), then mirrors the same data with each mode in turn, in one run, so the figures compare
+side by side.
 Results go to stdout and bench/results/mirror_throughput.json. Not a test: numbers vary with the
 machine.
 """
