@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mirror_sink.devkafka.data import create_topic
-from mirror_sink.raw.fetcher import read_committed_batches
+from devkafka.data import create_topic
+from devkafka.raw_batches import read_committed_batches
 from mirror_sink.raw.producer import RawProducer
 from mirror_sink.raw.wire import WireClient
 

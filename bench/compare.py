@@ -36,9 +36,9 @@ from bench.latency import Latency, StartMirror, measure_latency
 from bench.mirror_throughput import MODES, PARTITIONS, RECORD_BYTES, Result, json_like_values, mirror_once, write_source
 from bench.mm2 import run_mm2, start_mm2
 from bench.report import write_report
-from mirror_sink.devkafka.backends import reap_with_this_process
-from mirror_sink.devkafka.pair import DevClusters
-from mirror_sink.devkafka.paths import kafka_version
+from devkafka.backends import reap_with_this_process
+from devkafka.pair import DevClusters
+from devkafka.paths import kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
 MIRRORS = ("mm2-alo", "mm2-eos", "record-eos", "raw-eos", "raw-alo")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from mirror_sink.devkafka.data import create_topic
+from devkafka.data import create_topic
 
 #: Given a source topic, start mirroring it; return the target topic and a function that stops it.
 StartMirror = Callable[[str], tuple[str, Callable[[], None]]]

@@ -26,9 +26,9 @@ from pathlib import Path
 import psutil
 from confluent_kafka import Producer
 
-from mirror_sink.devkafka.backends import reap_with_this_process
-from mirror_sink.devkafka.data import committed_offsets, create_topic, end_offsets
-from mirror_sink.devkafka.pair import DevClusters
+from devkafka.backends import reap_with_this_process
+from devkafka.data import committed_offsets, create_topic, end_offsets
+from devkafka.pair import DevClusters
 
 RESULTS = Path(__file__).parent / "results"
 RECORD_BYTES = 1024

@@ -46,9 +46,9 @@ from pathlib import Path
 import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.devkafka.backends import reap_with_this_process
-from mirror_sink.devkafka.cluster import free_port
-from mirror_sink.devkafka.jars import KafkaJars
+from devkafka.backends import reap_with_this_process
+from devkafka.cluster import free_port
+from devkafka.jars import KafkaJars
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 TARGET_ALIAS = "target"

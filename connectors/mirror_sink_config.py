@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mirror_sink.errors import ConfigError
+from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.replication_policy import ReplicationPolicy, replication_policy
+from mirror_sink.core.secrets import mask
+from mirror_sink.core.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter, compile_patterns
 from mirror_sink.raw.wire import unsupported
-from mirror_sink.replication_policy import ReplicationPolicy, replication_policy
-from mirror_sink.secrets import mask
-from mirror_sink.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter, compile_patterns
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
-from mirror_sink import clients
-from mirror_sink.logs import context_logger
+from mirror_sink.core import clients
+from mirror_sink.core.logs import context_logger
 
 log = logging.getLogger(__name__)
 

@@ -27,16 +27,16 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig, OffsetFallback
 from connectors.topic_provisioner import TopicMapping
-from mirror_sink import clients
-from mirror_sink.bounded import call_bounded
-from mirror_sink.committers import AbortCycle, Committer, DeliveryTracker
-from mirror_sink.data_path import DataPath
-from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
-from mirror_sink.logs import context_logger
+from mirror_sink.core import clients
+from mirror_sink.core.bounded import call_bounded
+from mirror_sink.core.data_path import Committer, DataPath
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.logs import context_logger
+from mirror_sink.core.stable_offsets import read_stable_offsets
 from mirror_sink.raw.raw_path import RawPath
 from mirror_sink.raw.wire import RawUnsupported, unsupported
-from mirror_sink.record_path import RecordPath
-from mirror_sink.stable_offsets import read_stable_offsets
+from mirror_sink.record.committers import DeliveryTracker
+from mirror_sink.record.record_path import RecordPath
 
 SourceTP = tuple[str, int]
 TargetTP = tuple[str, int]

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.errors import TaskFailure
+from mirror_sink.core.errors import TaskFailure
 
 log = logging.getLogger(__name__)
 

@@ -37,14 +37,14 @@ ensure_venv() {
     echo "$digest" > "$stamp"
   fi
   # Fetch the Kafka jars now, so a slow first download shows up as such and not as a test timeout.
-  .venv/bin/python -c 'from mirror_sink.logs import configure_logging; configure_logging(); from mirror_sink.devkafka import KafkaJars; KafkaJars.ensure()'
+  .venv/bin/python -c 'from mirror_sink.core.logs import configure_logging; configure_logging(); from devkafka import KafkaJars; KafkaJars.ensure()'
 }
 
 case "${1:-}" in
   run)
     shift
     ensure_venv
-    exec .venv/bin/mirror-sink demo "$@"
+    exec .venv/bin/mirror-sink-dev demo "$@"
     ;;
   test)
     shift
@@ -52,6 +52,7 @@ case "${1:-}" in
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy
+    .venv/bin/lint-imports
     MIRROR_SINK_REQUIRE_KAFKA=1 exec .venv/bin/pytest "$@"
     ;;
   *)

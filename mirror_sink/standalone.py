@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from mirror_sink.config_files import load_connector_config
-from mirror_sink.errors import ConfigError
+from mirror_sink.core.config_files import load_connector_config
+from mirror_sink.core.errors import ConfigError
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror_sink.devkafka.backends import KafkaEndpoint, open_clusters
+from devkafka.backends import KafkaEndpoint, open_clusters
 
 # Every test under tests/integration talks to real brokers.
 _INTEGRATION_DIR = Path(__file__).parent / "integration"

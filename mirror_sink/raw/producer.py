@@ -36,8 +36,7 @@ from kafka.protocol.producer import (
     TxnOffsetCommitRequest,
 )
 
-from mirror_sink.committers import AbortCycle
-from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.raw.batches import rewrite_in_place
 from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, RETRY_LATER, WireClient, error_name
 

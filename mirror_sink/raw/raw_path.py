@@ -14,10 +14,9 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from mirror_sink import clients
-from mirror_sink.committers import Committer
-from mirror_sink.data_path import Copied, SourceTP
-from mirror_sink.errors import RecoverableTaskFailure
+from mirror_sink.core import clients
+from mirror_sink.core.data_path import Committer, Copied, SourceTP
+from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.raw.batches import CODECS, forward_problem
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget

@@ -20,7 +20,7 @@ from kafka.net.compat import KafkaNetClient
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
-from mirror_sink.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
 
 log = logging.getLogger(__name__)
 

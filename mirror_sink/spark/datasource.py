@@ -32,9 +32,9 @@ from pyspark.sql.types import StructType
 
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
-from mirror_sink import clients
+from mirror_sink.core import clients
+from mirror_sink.core.stable_offsets import read_stable_offsets
 from mirror_sink.spark.range_copier import copy_range
-from mirror_sink.stable_offsets import read_stable_offsets
 
 SCHEMA = "topic string, partition int, start long, end long"
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from mirror_sink import clients
-from mirror_sink.committers import DeliveryTracker, TransactionalCommitter
-from mirror_sink.errors import TaskFailure
-from mirror_sink.record_copier import RecordCopier
-from mirror_sink.stable_offsets import read_stable_offsets
+from mirror_sink.core import clients
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.record.committers import DeliveryTracker, TransactionalCommitter
+from mirror_sink.record.record_copier import RecordCopier
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from enum import StrEnum
 
 from connectors.mirror_sink_connector import MirrorSinkConnector
 from connectors.mirror_sink_task import MirrorSinkTask, TaskState
-from mirror_sink import clients
-from mirror_sink.errors import TaskFailure
-from mirror_sink.logs import context_logger
-from mirror_sink.runtime_guard import refuse_if_spark_active
+from mirror_sink.core import clients
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.logs import context_logger
+from mirror_sink.core.runtime_guard import refuse_if_spark_active
 from mirror_sink.worker.config_store import TargetState
 
 log = logging.getLogger(__name__)

@@ -15,11 +15,11 @@ from typing import Any
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from mirror_sink import clients
-from mirror_sink.config_providers import has_references, resolve
-from mirror_sink.errors import ConfigError
-from mirror_sink.replication_policy import ReplicationPolicy
-from mirror_sink.secrets import MASK, is_secret
+from mirror_sink.core import clients
+from mirror_sink.core.config_providers import has_references, resolve
+from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.replication_policy import ReplicationPolicy
+from mirror_sink.core.secrets import MASK, is_secret
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState, StateInfo
 

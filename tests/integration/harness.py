@@ -16,9 +16,9 @@ from typing import Self
 import httpx
 from confluent_kafka import Consumer, TopicPartition
 
-from mirror_sink.devkafka.backends import KafkaEndpoint, reap_with_this_process
-from mirror_sink.devkafka.cluster import free_port
-from mirror_sink.devkafka.data import (
+from devkafka.backends import KafkaEndpoint, reap_with_this_process
+from devkafka.cluster import free_port
+from devkafka.data import (
     ProduceSpec,
     Rec,
     committed_offsets,
@@ -388,7 +388,7 @@ def committed_data_batches(bootstrap: str, topic: str, partition: int) -> list[b
 
     Control batches and aborted transactions are left out, exactly as raw mode's fetcher leaves them.
     """
-    from mirror_sink.raw.fetcher import read_committed_batches
+    from devkafka.raw_batches import read_committed_batches
 
     return [
         bytes(item.batch) for item in read_committed_batches(bootstrap, topic, [partition])[partition] if item.batch

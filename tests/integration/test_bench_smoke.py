@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
+from devkafka.backends import KafkaEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.cluster import LocalKafkaCluster
-from mirror_sink.devkafka.data import create_topic, read_all
+from devkafka.backends import KafkaEndpoint
+from devkafka.cluster import LocalKafkaCluster
+from devkafka.data import create_topic, read_all
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     LiveReader,

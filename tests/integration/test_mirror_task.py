@@ -11,8 +11,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import (
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import (
     ProduceSpec,
     Rec,
     committed_offsets,
@@ -22,7 +22,7 @@ from mirror_sink.devkafka.data import (
     produce_transactions,
     read_all,
 )
-from mirror_sink.devkafka.jars import KafkaJars
+from devkafka.jars import KafkaJars
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     Unique,

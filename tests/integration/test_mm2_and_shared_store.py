@@ -6,8 +6,8 @@ from pathlib import Path
 
 import httpx
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import create_topic, produce
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import create_topic, produce
 from tests.integration.harness import (
     FAST_SETTINGS,
     ChildProcess,

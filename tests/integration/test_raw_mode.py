@@ -13,8 +13,8 @@ import psutil
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import ProduceSpec, Rec, create_topic, produce, read_all
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import ProduceSpec, Rec, create_topic, produce, read_all
 from mirror_sink.raw.batches import HEADER_SIZE
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import (
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import (
     ProduceSpec,
     Rec,
     committed_offsets,

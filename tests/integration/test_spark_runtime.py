@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import create_topic, produce
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import create_topic, produce
 from mirror_sink.spark.range_copier import FAULT_FILE_ENV
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

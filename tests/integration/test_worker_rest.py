@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import ProduceSpec, Rec, create_topic, end_offsets, produce
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import ProduceSpec, Rec, create_topic, end_offsets, produce
 from tests.integration.harness import (
     FAST_SETTINGS,
     LiveReader,
@@ -232,7 +232,7 @@ def test_worker_killed_and_restarted_resumes_exactly(
     assert worker.stop() == 0, worker.log_tail()
     expected = assert_exact_mirror(source, topic, target, target_topic, group)
     assert expected == 6000
-    from mirror_sink.devkafka.data import read_all
+    from devkafka.data import read_all
 
     src = read_all(source.bootstrap_servers, topic)
     for p in range(3):

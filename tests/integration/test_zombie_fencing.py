@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from mirror_sink.devkafka.backends import KafkaEndpoint
-from mirror_sink.devkafka.data import create_topic, read_all
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import create_topic, read_all
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     LiveReader,

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
-from mirror_sink.errors import ConfigError
-from mirror_sink.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
-from mirror_sink.secrets import MASK
+from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from mirror_sink.core.secrets import MASK
 
 BASE: dict[str, str] = {
     "name": "mirror",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror_sink.devkafka.cluster import ClusterStartError, LocalKafkaCluster, free_port, new_cluster_id
-from mirror_sink.devkafka.jars import KafkaJars
+from devkafka.cluster import ClusterStartError, LocalKafkaCluster, free_port, new_cluster_id
+from devkafka.jars import KafkaJars
 
 
 def test_cluster_id_is_16_bytes_urlsafe_and_never_starts_with_dash() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.config_files import parse_properties
-from mirror_sink.errors import ConfigError
-from mirror_sink.mm2_config import connectors_from_mm2, load_mm2_file
+from mirror_sink.core.config_files import parse_properties
+from mirror_sink.core.errors import ConfigError
+from mirror_sink.worker.mm2_config import connectors_from_mm2, load_mm2_file
 
 REALISTIC = """\
 # MirrorMaker 2 dedicated mode, primary -> backup, run by mirror-sink

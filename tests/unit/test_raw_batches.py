@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from mirror_sink.errors import TaskFailure
+from mirror_sink.core.errors import TaskFailure
 from mirror_sink.raw.batches import (
     CONTROL,
     HEADER,

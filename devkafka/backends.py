@@ -1,0 +1,110 @@
+"""Where the source and target clusters come from: local jars, an existing pair, or testcontainers.
+
+``MIRROR_SINK_KAFKA_BACKEND`` picks one:
+- ``local`` (default): two single-node KRaft clusters from Maven Central jars, bounceable by pid;
+- ``external``: clusters already running at ``MIRROR_SINK_SOURCE_BOOTSTRAP`` and
+  ``MIRROR_SINK_TARGET_BOOTSTRAP`` (tests that bounce brokers cannot run there);
+- ``testcontainers``: two ``apache/kafka`` containers, where a Docker engine exists.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from devkafka.pair import DevClusters
+from devkafka.paths import kafka_version
+
+
+class KafkaEndpoint(Protocol):
+    """What tests and benchmarks need of a cluster: its name and address."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ExternalCluster:
+    """A cluster this process did not start and cannot bounce."""
+
+    name: str
+    bootstrap: str
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The address given by the environment."""
+        return self.bootstrap
+
+
+def backend_name() -> str:
+    """The configured backend (``local`` unless ``MIRROR_SINK_KAFKA_BACKEND`` says otherwise)."""
+    return os.environ.get("MIRROR_SINK_KAFKA_BACKEND", "local")
+
+
+def reap_with_this_process(*, pid: int | None = None, pattern: str | None = None) -> None:
+    """A watchdog that SIGKILLs a process (by ``pid``, or every one whose arguments match ``pattern``)
+    once this process is gone, however it ended.
+
+    Brokers run in their own session (so ``dev-kafka up`` outlives its CLI); brokers and mirrors that
+    tests start must not outlive a test process that died without teardown (a crash, SIGKILL).
+    """
+    parent = os.getpid()
+    if pattern is not None:  # by arguments: a restarted process (a bounced broker) has a new pid
+        script = f"while kill -0 {parent} 2>/dev/null; do sleep 2; done; pkill -9 -f {shlex.quote(pattern)}"
+    elif pid is not None:  # ends with the child too, so a pid reused later is never signalled
+        script = (
+            f"while kill -0 {pid} 2>/dev/null; do "
+            f"kill -0 {parent} 2>/dev/null || {{ kill -9 {pid}; break; }}; sleep 2; done"
+        )
+    else:
+        raise ValueError("reap_with_this_process needs pid or pattern")
+    subprocess.Popen(
+        ["sh", "-c", script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+@contextmanager
+def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
+    """Yield ``(source, target)`` from the configured backend and tear down what it started."""
+    backend = backend_name()
+    if backend == "local":
+        pair = DevClusters(home)
+        pair.up()
+        reap_with_this_process(pattern=f"kafka.logs.dir={home}")
+        try:
+            yield pair.source, pair.target
+        finally:
+            pair.down(hard=True)  # test data is thrown away; no need for a clean shutdown
+    elif backend == "external":
+        missing = [v for v in ("MIRROR_SINK_SOURCE_BOOTSTRAP", "MIRROR_SINK_TARGET_BOOTSTRAP") if not os.environ.get(v)]
+        if missing:
+            raise RuntimeError(f"backend 'external' needs {', '.join(missing)}")
+        yield (
+            ExternalCluster("source", os.environ["MIRROR_SINK_SOURCE_BOOTSTRAP"]),
+            ExternalCluster("target", os.environ["MIRROR_SINK_TARGET_BOOTSTRAP"]),
+        )
+    elif backend == "testcontainers":
+        from testcontainers.kafka import KafkaContainer
+
+        image = os.environ.get("MIRROR_SINK_KAFKA_IMAGE", f"apache/kafka:{kafka_version()}")
+        with ExitStack() as stack:
+            containers = [stack.enter_context(KafkaContainer(image).with_kraft()) for _ in range(2)]
+            yield (
+                ExternalCluster("source", containers[0].get_bootstrap_server()),
+                ExternalCluster("target", containers[1].get_bootstrap_server()),
+            )
+    else:
+        raise RuntimeError(f"MIRROR_SINK_KAFKA_BACKEND={backend!r}: expected local, external or testcontainers")

@@ -1,0 +1,288 @@
+"""One single-node KRaft cluster (combined broker + controller) on loopback, run from the cached jars."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from devkafka.jars import KafkaJars
+
+log = logging.getLogger(__name__)
+
+_STATE_FILE = "cluster.json"
+
+
+class ClusterStartError(RuntimeError):
+    """A broker did not come up; the message carries the tail of its logs."""
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def new_cluster_id() -> str:
+    """16 random bytes, URL-safe base64 without padding, not starting with '-' (StorageTool's rule)."""
+    while True:
+        cid = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+@dataclass
+class ClusterState:
+    """What survives between CLI calls: identity, ports and the broker's pid."""
+
+    name: str
+    cluster_id: str
+    port: int
+    controller_port: int
+    kafka_version: str
+    pid: int | None = None
+
+
+def _server_properties(state: ClusterState, log_dir: Path, extra: dict[str, str]) -> str:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{state.controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{state.port},CONTROLLER://127.0.0.1:{state.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{state.port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "num.partitions": "1",
+        # One node: internal topics must not ask for replicas that cannot exist, or transactions
+        # and group commits never start.
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "10",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Tests use short session timeouts to provoke rebalances quickly.
+        "group.min.session.timeout.ms": "1000",
+        "auto.create.topics.enable": "false",
+        # Aborted/expired transactions are cleaned up quickly so chaos tests do not wait minutes.
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "5000",
+        **extra,
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+class LocalKafkaCluster:
+    """A named single-node KRaft cluster whose data lives in ``home`` and survives restarts.
+
+    ``start`` formats the storage on first use, launches the JVM in its own session (so the caller's
+    signals do not reach it) and waits until the broker answers a metadata request. ``stop`` signals
+    only the broker's own pid: SIGTERM for a clean shutdown, SIGKILL for a crash.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        home: Path,
+        jars: KafkaJars,
+        *,
+        broker_config: dict[str, str] | None = None,
+        heap: str = "768m",
+    ) -> None:
+        self.name = name
+        self.home = home
+        self.jars = jars
+        self.broker_config = broker_config or {}
+        self.heap = heap
+        self.state = self._load_or_create_state()
+
+    # -- identity -------------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of the PLAINTEXT listener."""
+        return f"127.0.0.1:{self.state.port}"
+
+    @property
+    def server_log(self) -> Path:
+        """The broker's log4j output."""
+        return self.home / "logs" / "server.log"
+
+    @property
+    def console_log(self) -> Path:
+        """The JVM's stdout and stderr (startup failures land here)."""
+        return self.home / "logs" / "console.log"
+
+    def _load_or_create_state(self) -> ClusterState:
+        path = self.home / _STATE_FILE
+        if path.exists():
+            state = ClusterState(**json.loads(path.read_text()))
+            if state.kafka_version != self.jars.version:
+                raise ClusterStartError(
+                    f"cluster {self.name!r} in {self.home} was formatted by Kafka {state.kafka_version}, "
+                    f"not {self.jars.version}; remove the directory or set MIRROR_SINK_KAFKA_VERSION"
+                )
+            return state
+        return ClusterState(
+            name=self.name,
+            cluster_id=new_cluster_id(),
+            port=free_port(),
+            controller_port=free_port(),
+            kafka_version=self.jars.version,
+        )
+
+    def _save_state(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        tmp = self.home / (_STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self.state), indent=2))
+        tmp.replace(self.home / _STATE_FILE)
+
+    # -- process --------------------------------------------------------------------------------
+    def is_running(self) -> bool:
+        """True while the recorded broker pid is alive (and not a zombie)."""
+        pid = self.state.pid
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:
+            status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            return True
+        return status != "Z"
+
+    def _java_command(self, main_class: str, *args: str) -> list[str]:
+        res = resources.files("devkafka") / "resources"
+        if self.jars.major >= 4:
+            logging_flag = f"-Dlog4j2.configurationFile={res / 'log4j2.properties'}"
+        else:
+            logging_flag = f"-Dlog4j.configuration=file:{res / 'log4j.properties'}"
+        return [
+            os.environ.get("JAVA", "java"),
+            "-Xms256m", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true", f"-Dkafka.logs.dir={self.home / 'logs'}", logging_flag,
+            "-cp", self.jars.classpath, main_class, *args,
+        ]  # fmt: skip
+
+    def _format_storage(self, props: Path) -> None:
+        if (self.home / "data" / "meta.properties").exists():
+            return
+        cmd = self._java_command(
+            "kafka.tools.StorageTool", "format", "-t", self.state.cluster_id, "-c", str(props),
+            "--ignore-formatted",
+        )  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ClusterStartError(
+                f"formatting cluster {self.name!r} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
+            )
+
+    def start(self, timeout: float = 90.0) -> None:
+        """Start the broker (format first if new) and wait until it serves metadata; idempotent."""
+        if self.is_running():
+            self.wait_ready(timeout)
+            return
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        props = self.home / "server.properties"
+        props.write_text(_server_properties(self.state, self.home / "data", self.broker_config))
+        self._format_storage(props)
+        started = time.monotonic()
+        with open(self.console_log, "ab") as console:
+            proc = subprocess.Popen(
+                self._java_command("kafka.Kafka", str(props)),
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.state.pid = proc.pid
+        self._save_state()
+        self._popen = proc  # keeps the child reaped when this process started it
+        self.wait_ready(timeout)
+        log.info(
+            "cluster %s ready at %s (pid %d) in %.1f s",
+            self.name, self.bootstrap_servers, proc.pid, time.monotonic() - started,
+        )  # fmt: skip
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Block until the broker answers a metadata request, or raise with the tail of its logs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                raise ClusterStartError(f"broker {self.name!r} exited during startup\n{self.log_tail()}")
+            if self._port_open() and self._answers_metadata():
+                return
+            time.sleep(0.2)
+        raise ClusterStartError(
+            f"broker {self.name!r} did not answer metadata at {self.bootstrap_servers} within "
+            f"{timeout:.0f} s\n{self.log_tail()}"
+        )
+
+    def _port_open(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.state.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def _answers_metadata(self) -> bool:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        try:
+            md = admin.list_topics(timeout=2)
+        except Exception:
+            return False
+        return bool(md.brokers)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the console and server logs, for error messages."""
+        parts = []
+        for path in (self.console_log, self.server_log):
+            if path.exists():
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- {path} (last {len(tail)} lines) ---\n" + "\n".join(tail))
+        return "\n".join(parts) or f"(no logs under {self.home / 'logs'})"
+
+    def stop(self, *, hard: bool = False, timeout: float = 60.0) -> None:
+        """Stop the broker by its own pid: SIGTERM (clean, waits) or SIGKILL (crash)."""
+        pid = self.state.pid
+        if pid is None or not self.is_running():
+            self.state.pid = None
+            self._save_state()
+            return
+        os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.is_running():
+            popen = getattr(self, "_popen", None)
+            if popen is not None:
+                popen.poll()
+            if time.monotonic() > deadline:
+                log.warning("broker %s (pid %d) ignored SIGTERM for %.0f s; killing", self.name, pid, timeout)
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + timeout
+            time.sleep(0.1)
+        self.state.pid = None
+        self._save_state()
+        log.info("cluster %s stopped (%s)", self.name, "SIGKILL" if hard else "SIGTERM")
+
+    def restart(self, *, hard: bool = False, timeout: float = 90.0) -> None:
+        """Stop (cleanly or hard) and start again on the same log dir and ports."""
+        self.stop(hard=hard)
+        self.start(timeout)

@@ -1,0 +1,280 @@
+"""Create topics, produce test data (plain, compressed, transactional, aborted) and read it back.
+
+Used by the tests, the benchmarks and the demo job; the mirror itself never imports this.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import Message, NewTopic
+
+log = logging.getLogger(__name__)
+# librdkafka logs of these helper clients go through logging instead of raw stderr.
+_client_log = logging.getLogger("devkafka.clients")
+
+
+def _conf(bootstrap: str, **settings: Any) -> dict[str, Any]:
+    """Client settings for ``bootstrap`` with librdkafka's log routed to logging."""
+    return {"bootstrap.servers": bootstrap, "logger": _client_log, **settings}
+
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A record as written or read: enough to compare source and target exactly."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    timestamp: int | None = None
+    partition: int = 0
+    offset: int = -1
+
+    def content(self) -> tuple[bytes | None, bytes | None, tuple[Header, ...], int | None]:
+        """What mirroring must preserve (offsets differ between clusters)."""
+        return (self.key, self.value, self.headers, self.timestamp)
+
+
+def rec_from_message(msg: Message) -> Rec:
+    """The comparable form of a consumed message."""
+    ts_type, ts = msg.timestamp()
+    raw = msg.headers() or []
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return Rec(
+        msg.key(),
+        msg.value(),
+        tuple((k, v.encode() if isinstance(v, str) else v) for k, v in pairs),
+        ts if ts_type else None,
+        msg.partition() or 0,
+        msg.offset() or 0,
+    )
+
+
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    config: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> None:
+    """Create ``topic`` and wait until every partition's leader serves it (not just names it)."""
+    admin = AdminClient(_conf(bootstrap))
+    fs = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})], operation_timeout=timeout)
+    fs[topic].result(timeout)
+    deadline = time.monotonic() + timeout
+    wait_for_partitions(admin, topic, partitions, timeout)
+    wait_until_served(bootstrap, topic, partitions, max(deadline - time.monotonic(), 1.0))
+
+
+def wait_for_partitions(admin: AdminClient, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Block until ``topic`` has ``partitions`` partitions, each with a leader."""
+    deadline = time.monotonic() + timeout
+    while True:
+        md = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+        led = md is not None and md.error is None and all(p.leader >= 0 for p in md.partitions.values())
+        if led and md is not None and len(md.partitions) >= partitions:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic!r} did not get {partitions} led partitions in {timeout} s")
+        time.sleep(0.1)
+
+
+def wait_until_served(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Block until every partition's leader answers ListOffsets for it.
+
+    Metadata names a new partition's leader before that broker has opened the partition's log, and a
+    Produce in between is refused with NOT_LEADER_OR_FOLLOWER; ListOffsets is refused the same way,
+    so once it answers, Produce and Fetch are served too.
+    """
+    deadline = time.monotonic() + timeout
+    consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-devkafka-probe"}))
+    try:
+        for p in range(partitions):
+            while True:
+                try:
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5.0)
+                    break
+                except KafkaException as e:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{topic}-{p} not served by its leader in {timeout} s: {e}") from e
+                    time.sleep(0.1)
+    finally:
+        consumer.close()
+
+
+@dataclass
+class ProduceSpec:
+    """How to write: codec, batching, transactions. Defaults give a plain idempotent producer."""
+
+    compression: str = "none"
+    linger_ms: int = 5
+    batch_bytes: int = 1_000_000
+    transactional_id: str | None = None
+    extra: dict[str, str | int] = field(default_factory=dict)
+
+    def producer_config(self, bootstrap: str) -> dict[str, Any]:
+        """librdkafka settings for this spec."""
+        conf: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "logger": _client_log,
+            "compression.type": self.compression,
+            "linger.ms": self.linger_ms,
+            "batch.size": self.batch_bytes,
+            "enable.idempotence": True,
+            **self.extra,
+        }
+        if self.transactional_id:
+            conf["transactional.id"] = self.transactional_id
+        return conf
+
+
+def _send(producer: Producer, topic: str, records: Iterable[Rec]) -> int:
+    n = 0
+    for r in records:
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    key=r.key,
+                    value=r.value,
+                    headers=list(r.headers) or None,
+                    partition=r.partition,
+                    timestamp=r.timestamp or 0,
+                )
+                break
+            except BufferError:
+                producer.poll(0.05)
+        n += 1
+        if n % 1000 == 0:
+            producer.poll(0)
+    return n
+
+
+def _flush(producer: Producer, timeout: float = 60.0) -> None:
+    if producer.flush(timeout) != 0:
+        raise KafkaException(f"{len(producer)} messages still undelivered after {timeout} s")
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[Rec], spec: ProduceSpec | None = None) -> int:
+    """Write ``records`` (each to its own partition) without a transaction; returns the count."""
+    spec = spec or ProduceSpec()
+    errors: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer = Producer({**spec.producer_config(bootstrap), "on_delivery": on_delivery})
+    n = _send(producer, topic, records)
+    _flush(producer)
+    if errors:
+        raise KafkaException(f"{len(errors)} deliveries failed, first: {errors[0]}")
+    return n
+
+
+def produce_transactions(
+    bootstrap: str,
+    topic: str,
+    transactions: Iterable[tuple[Sequence[Rec], bool]],
+    spec: ProduceSpec,
+) -> None:
+    """Write each ``(records, commit)`` pair as one transaction, committed or aborted (lazily)."""
+    if not spec.transactional_id:
+        raise ValueError("produce_transactions needs spec.transactional_id")
+    producer = Producer(spec.producer_config(bootstrap))
+    producer.init_transactions(30)
+    for records, commit in transactions:
+        producer.begin_transaction()
+        _send(producer, topic, records)
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            _flush(producer)  # the aborted records really reach the log, as a real failure would leave them
+            producer.abort_transaction(60)
+
+
+def end_offsets(bootstrap: str, topic: str, *, isolation: str = "read_committed") -> dict[int, int]:
+    """High watermark (read_uncommitted) or last stable offset (read_committed) of each partition."""
+    consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-inspect", "isolation.level": isolation}))
+    try:
+        md = consumer.list_topics(topic, timeout=30).topics[topic]
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in md.partitions}
+    finally:
+        consumer.close()
+
+
+def read_all(
+    bootstrap: str,
+    topic: str,
+    *,
+    isolation: str = "read_committed",
+    timeout: float = 60.0,
+) -> dict[int, list[Rec]]:
+    """Every record of ``topic`` up to its current end, per partition, in offset order."""
+    ends = end_offsets(bootstrap, topic, isolation=isolation)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "logger": _client_log,
+            "group.id": "mirror-sink-inspect",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    out: dict[int, list[Rec]] = {p: [] for p in ends}
+    pending = {p for p, end in ends.items() if end > 0}
+    consumer.assign([TopicPartition(topic, p, 0) for p in pending])
+    deadline = time.monotonic() + timeout
+    try:
+        while pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic!r}: partitions {sorted(pending)} not at their end in {timeout} s")
+            for msg in consumer.consume(10_000, 0.5):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition() or 0)
+                        continue
+                    raise KafkaException(err)
+                rec = rec_from_message(msg)
+                out[rec.partition].append(rec)
+                if rec.offset + 1 >= ends[rec.partition]:
+                    pending.discard(rec.partition)
+    finally:
+        consumer.close()
+    return out
+
+
+def committed_offsets(
+    bootstrap: str, group: str, partitions: Sequence[tuple[str, int]], timeout: float = 30.0
+) -> dict[tuple[str, int], int]:
+    """The group's committed offsets (-1001 where none), read stable (pending transactions waited out)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "logger": _client_log,
+        }
+    )
+    try:
+        got = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout)
+    finally:
+        consumer.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in got}

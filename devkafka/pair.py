@@ -1,0 +1,65 @@
+"""The two development clusters, ``source`` and ``target``, side by side under one directory."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from devkafka.cluster import LocalKafkaCluster
+from devkafka.jars import KafkaJars
+from devkafka.paths import data_dir
+
+CLUSTER_NAMES = ("source", "target")
+
+
+class DevClusters:
+    """``source`` and ``target`` single-node KRaft clusters under ``home`` (default: the data dir)."""
+
+    def __init__(
+        self,
+        home: Path | None = None,
+        jars: KafkaJars | None = None,
+        broker_config: dict[str, str] | None = None,
+    ) -> None:
+        self.home = home or data_dir() / "dev-kafka"
+        self.jars = jars or KafkaJars.ensure()
+        self.clusters = {
+            name: LocalKafkaCluster(name, self.home / name, self.jars, broker_config=broker_config)
+            for name in CLUSTER_NAMES
+        }
+
+    @property
+    def source(self) -> LocalKafkaCluster:
+        """The cluster mirrored from."""
+        return self.clusters["source"]
+
+    @property
+    def target(self) -> LocalKafkaCluster:
+        """The cluster mirrored into."""
+        return self.clusters["target"]
+
+    def up(self, timeout: float = 120.0) -> None:
+        """Start both clusters in parallel (each start is idempotent) and wait until both serve."""
+        with ThreadPoolExecutor(len(self.clusters)) as pool:
+            for future in [pool.submit(c.start, timeout) for c in self.clusters.values()]:
+                future.result()
+
+    def down(self, *, hard: bool = False) -> None:
+        """Stop both clusters by their own pids; their data stays for the next ``up``."""
+        with ThreadPoolExecutor(len(self.clusters)) as pool:
+            for future in [pool.submit(c.stop, hard=hard) for c in self.clusters.values()]:
+                future.result()
+
+    def discard(self) -> None:
+        """Stop both clusters at once and delete their data: for throwaway clusters such as the
+        benchmarks', whose topics (gigabytes per run) nobody reads again."""
+        self.down(hard=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def print_clusters(clusters: DevClusters) -> None:
+    """One line a cluster: name, bootstrap address, state, pid."""
+    for name, c in clusters.clusters.items():
+        state = f"running (pid {c.state.pid})" if c.is_running() else "stopped"
+        print(f"{name:<7} {c.bootstrap_servers:<22} {state}")

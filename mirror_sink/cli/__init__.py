@@ -1,0 +1,1 @@
+"""The ``mirror-sink`` command line: one module per group of verbs."""

@@ -1,0 +1,109 @@
+"""``mirror-sink worker`` and ``mirror-sink mm2``: the REST worker, alone or fed by an MM2 file."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mirror_sink.core.config_files import parse_properties
+from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.paths import data_dir
+from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
+from mirror_sink.worker.herder import Herder, HerderError
+from mirror_sink.worker.mm2_config import load_mm2_file
+from mirror_sink.worker.worker_config import WorkerConfig
+
+log = logging.getLogger(__name__)
+
+
+def _load(args: argparse.Namespace) -> WorkerConfig:
+    props: dict[str, object] = {}
+    if args.worker_config is not None:
+        props.update(parse_properties(Path(args.worker_config).read_text()))
+    for key, value in (("listeners", args.listeners), ("worker.id", args.worker_id), ("data.dir", args.data_dir)):
+        if value is not None:
+            props[key] = value
+    try:
+        config = WorkerConfig.model_validate(props)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(".".join(str(p) for p in first["loc"]), first["msg"]) from exc
+    if config.config_storage == "kafka" and not config.bootstrap_servers:
+        raise ConfigError("bootstrap.servers", "is required with config.storage=kafka")
+    return config
+
+
+def _store(config: WorkerConfig) -> ConfigBackingStore:
+    if config.config_storage == "kafka":
+        assert config.bootstrap_servers is not None
+        return KafkaConfigBackingStore(config.bootstrap_servers, config.config_storage_topic)
+    return FileConfigBackingStore(config.data_dir / "connectors.json")
+
+
+def _serve(config: WorkerConfig, herder: Herder) -> int:
+    # Imported here: FastAPI and uvicorn are start-up cost that only the serving verbs should pay.
+    from api.server import serve
+
+    return serve(config, herder)
+
+
+def _add_worker_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listeners", help="REST listener, e.g. http://0.0.0.0:8083 (the default)")
+    p.add_argument("--worker-id", help="this worker's id (default host:port); task transactional.ids derive from it")
+    p.add_argument("--data-dir", help="where the embedded config store lives")
+
+
+def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``worker`` and ``mm2``."""
+    w = subparsers.add_parser("worker", help="run the REST worker (Kafka Connect-compatible API, port 8083)")
+    w.add_argument("worker_config", nargs="?", help="worker.properties (optional)")
+    _add_worker_flags(w)
+    w.set_defaults(func=run_worker)
+    m = subparsers.add_parser("mm2", help="run the flows of a MirrorMaker 2 properties file (connector.type=sink)")
+    m.add_argument("mm2_config", help="mm2.properties")
+    m.add_argument("--worker-config", dest="worker_config", help="worker.properties (optional)")
+    _add_worker_flags(m)
+    m.set_defaults(func=run_mm2)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``mirror-sink worker``."""
+    try:
+        config = _load(args)
+    except ConfigError as exc:
+        log.error("invalid worker config: %s", exc)
+        return 2
+    herder = Herder(config.id, _store(config))
+    herder.start()
+    return _serve(config, herder)
+
+
+def run_mm2(args: argparse.Namespace) -> int:
+    """``mirror-sink mm2 mm2.properties``: every enabled flow as a sink connector, REST API included."""
+    try:
+        flows = load_mm2_file(Path(args.mm2_config))
+        if args.data_dir is None:
+            args.data_dir = str(data_dir() / "mm2")
+        config = _load(args)
+    except ConfigError as exc:
+        log.error("invalid MirrorMaker 2 config: %s", exc)
+        return 2
+    herder = Herder(config.id, _store(config))
+    herder.start()
+    try:
+        for flow in flows:
+            herder.put_config(flow["name"], flow)
+            log.info(
+                "MM2 flow %s -> %s runs as connector %s",
+                flow["source.cluster.alias"],
+                flow["target.cluster.alias"],
+                flow["name"],
+            )
+    except HerderError as exc:
+        log.error("MM2 flow refused: %s", exc)
+        herder.stop()
+        return 2
+    return _serve(config, herder)

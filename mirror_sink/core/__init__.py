@@ -1,0 +1,1 @@
+"""Core: configuration, errors, partitions, policies, retry and client construction; imports nothing above it."""

@@ -1,0 +1,86 @@
+"""How a task moves data: the interface its two modes share.
+
+The task decides what to read (ownership), from where (the committed offsets) and when a cycle
+ends; a data path reads the source, writes the target inside the cycle and reports how far each
+partition has come. ``RecordPath`` re-produces records through librdkafka; ``RawPath`` forwards
+the source's record batches byte for byte (KIP-712).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from confluent_kafka import Consumer, TopicPartition
+
+SourceTP = tuple[str, int]
+
+
+class Committer(Protocol):
+    """Makes a cycle durable, or voids it."""
+
+    def start(self) -> None:
+        """Prepare the producer (fences the previous holder of a transactional.id)."""
+
+    def begin(self) -> None:
+        """Called before the first record of a cycle."""
+
+    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
+        """Make the cycle's records and ``offsets`` durable, or raise AbortCycle / TaskFailure.
+
+        ``metadata`` is the member's group metadata taken when the cycle's ownership was last
+        confirmed (before its first record), not at commit time: librdkafka's background thread can
+        change the member's generation mid-cycle, and a commit must be fenced by the generation
+        that owned the records it carries.
+        """
+
+    def abort(self) -> None:
+        """Void the open cycle, if any."""
+
+    @property
+    def open(self) -> bool:
+        """True while a cycle has uncommitted work."""
+
+
+@dataclass(frozen=True)
+class Copied:
+    """What one ``copy`` call added to the open cycle."""
+
+    records: int = 0
+    bytes: int = 0
+
+
+class DataPath(Protocol):
+    """Reads assigned source partitions and writes them to the same partitions of their target topics."""
+
+    committer: Committer
+
+    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+        """Start reading these partitions at these offsets."""
+
+    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+        """Stop reading these partitions."""
+
+    def rewind(self, offsets: Mapping[SourceTP, int]) -> None:
+        """After an aborted cycle: read again from the committed ``offsets``."""
+
+    def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
+        """Move what is available (waiting up to ``wait_s`` for data) into the open cycle.
+
+        Calls ``committer.begin()`` before the cycle's first write; raises AbortCycle when the
+        cycle's work is void.
+        """
+
+    def positions(self, committed: Mapping[SourceTP, int]) -> dict[SourceTP, int]:
+        """For each partition, the next source offset once the open cycle commits.
+
+        Past control records and aborted transactions too, so the shadow group can reach the
+        source's end offsets exactly.
+        """
+
+    def describe(self) -> str:
+        """The mode and its own counters, for progress logs."""
+
+    def close(self, *, abandon: bool = False) -> None:
+        """Release the clients (``abandon``: a client call may still be blocked; keep it alive)."""

@@ -1,0 +1,29 @@
+"""Errors that name what is wrong, for operators."""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; ``key`` names it."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message
+
+
+class TaskFailure(RuntimeError):
+    """A task cannot go on (fenced, not authorized, a target partition missing, ...)."""
+
+
+class RecoverableTaskFailure(TaskFailure):
+    """The task's clients are unusable, but a fresh set may work (its producer fenced by its own
+    transaction timing out during a broker outage, say): the task recreates them and goes on."""
+
+
+class ClientWedged(RecoverableTaskFailure):
+    """A librdkafka call did not return within its bound; the client must be replaced."""
+
+
+class AbortCycle(Exception):
+    """The cycle's work is void (aborted, or not acknowledged): rewind to the committed offsets."""

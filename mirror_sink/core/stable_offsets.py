@@ -1,0 +1,93 @@
+"""Read a group's committed offsets stably: never mistake "could not read" for "none".
+
+The group coordinator answers UNSTABLE_OFFSET_COMMIT for a partition while a transaction that
+commits its offset is open, and for a moment after it ends (until the markers are written). A new
+owner that read past that would restart from an older offset and duplicate the open transaction's
+records once it commits, so we wait it out; giving up fails the task rather than guessing.
+
+The reads go through a read_committed *consumer* (``Consumer.committed``): librdkafka then sets
+``require_stable`` and retries unstable partitions itself. Its AdminClient equivalent
+(``list_consumer_group_offsets``) crashes the process (NULL group handle in librdkafka 2.x) when the
+coordinator answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, as a fresh cluster does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+_RETRIABLE = frozenset(
+    {
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+    }
+)
+
+
+def read_stable_offsets(
+    consumer: Consumer,
+    partitions: Iterable[TopicPartitionKey],
+    *,
+    give_up_after_s: float,
+    request_timeout_s: float = 10.0,
+) -> dict[TopicPartitionKey, int | None]:
+    """The committed offsets of ``consumer``'s group (None where it has none), read stable.
+
+    ``consumer`` must be configured read_committed. Retries unstable offsets, coordinator moves and
+    timeouts with backoff for up to ``give_up_after_s`` (set it above the transaction timeout, after
+    which the broker aborts a pending transaction), then raises TaskFailure naming the partitions.
+    """
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    deadline = time.monotonic() + give_up_after_s
+    delay = 0.05
+    while True:
+        problem = ""
+        try:
+            result = consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=request_timeout_s)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.code() not in _RETRIABLE:
+                raise TaskFailure(f"cannot read committed offsets of {_fmt(wanted)}: {err.str()}") from exc
+            problem = err.str()
+        else:
+            out: dict[TopicPartitionKey, int | None] = {}
+            for tp in result:
+                key = (tp.topic, tp.partition)
+                if tp.error is not None:
+                    if tp.error.code() not in _RETRIABLE:
+                        raise TaskFailure(f"cannot read committed offset of {key[0]}-{key[1]}: {tp.error.str()}")
+                    problem = f"{tp.topic}-{tp.partition}: {tp.error.str()}"
+                    break
+                out[key] = tp.offset if tp.offset >= 0 else None
+            else:
+                return out
+        if time.monotonic() + delay > deadline:
+            raise RecoverableTaskFailure(
+                f"committed offsets of {_fmt(wanted)} did not become stable within {give_up_after_s:.0f} s "
+                f"(a transaction of another producer still open on them?): {problem}"
+            )
+        log.debug("offsets not stable yet (%s); retrying in %.2f s", problem, delay)
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
+
+def _fmt(partitions: Iterable[TopicPartitionKey]) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in partitions)

@@ -1,0 +1,179 @@
+"""How a cycle's records and source offsets become durable on the target.
+
+``TransactionalCommitter`` (``transaction.producer=true``): records and offsets in one target
+transaction, the offsets sent with the shadow-group member's metadata so the group coordinator
+fences a stale owner (KIP-447). ``AtLeastOnceCommitter``: idempotent produce, then a plain offset
+commit by the same group member once every record is acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from mirror_sink.core.bounded import call_bounded
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Delivery errors no retry can fix: the task fails with the partition named.
+_FATAL_DELIVERY = frozenset(
+    {
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+    }
+)
+
+
+#: How much longer than its own timeout a librdkafka call may take before it counts as hung.
+_HANG_GRACE_S = 15.0
+
+
+class DeliveryTracker:
+    """Counts acknowledged deliveries and keeps the first error of each partition."""
+
+    def __init__(self) -> None:
+        self.errors: dict[tuple[str, int], KafkaError] = {}
+
+    def __call__(self, err: KafkaError | None, msg: object) -> None:
+        """The producer's on_delivery callback."""
+        if err is not None:
+            topic, partition = msg.topic(), msg.partition()  # type: ignore[attr-defined]
+            self.errors.setdefault((topic, partition), err)
+
+    def raise_if_fatal(self) -> None:
+        """TaskFailure naming the partition when a delivery failed for a reason retries cannot fix."""
+        for (topic, partition), err in self.errors.items():
+            if err.code() in _FATAL_DELIVERY:
+                raise TaskFailure(f"cannot write to target partition {topic}-{partition}: {err.str()}")
+
+    def take(self) -> dict[tuple[str, int], KafkaError]:
+        """The errors since the last call."""
+        errors, self.errors = self.errors, {}
+        return errors
+
+
+def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
+    """Run a producer call, retrying retriable errors until ``deadline_s`` from now.
+
+    Each attempt is bounded (librdkafka can block past the timeout it was given); a fatal producer
+    error is recoverable with a new producer, which init_transactions fences the old one with.
+    """
+    deadline = time.monotonic() + deadline_s
+    delay = 0.05
+    while True:
+        try:
+            return call_bounded(what, fn, deadline_s + _HANG_GRACE_S)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal():
+                raise RecoverableTaskFailure(f"{what} failed fatally: {err.str()}") from exc
+            if err.txn_requires_abort():
+                raise AbortCycle(f"{what}: {err.str()}") from exc
+            if err.retriable() and time.monotonic() < deadline:
+                log.info("%s: retriable error, retrying in %.2f s: %s", what, delay, err.str())
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            if err.retriable():  # retried until the deadline: new clients may fare better
+                raise RecoverableTaskFailure(f"{what} still failing after {deadline_s:.0f} s: {err.str()}") from exc
+            raise TaskFailure(f"{what} failed: {err.str()}") from exc
+
+
+class _CommitterBase:
+    """The producer, its delivery tracker, the call timeout and whether a cycle is open."""
+
+    def __init__(self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float) -> None:
+        self.producer = producer
+        self.deliveries = deliveries
+        self.timeout_s = timeout_s
+        self._open = False
+
+    @property
+    def open(self) -> bool:
+        """True while the cycle has uncommitted work."""
+        return self._open
+
+
+class TransactionalCommitter(_CommitterBase):
+    """Exactly-once: one target transaction per cycle holds the records and the source offsets."""
+
+    def start(self) -> None:
+        """init_transactions: fences a previous instance of this task slot and aborts its open transaction."""
+        _call("init_transactions", lambda: self.producer.init_transactions(self.timeout_s), self.timeout_s)
+
+    def begin(self) -> None:
+        """Open the cycle's transaction if it is not open yet."""
+        if not self._open:
+            _call("begin_transaction", self.producer.begin_transaction, self.timeout_s)
+            self._open = True
+
+    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
+        """Send the offsets with the owning generation's metadata (fencing) and commit, all or nothing."""
+        self.begin()
+        _call(
+            "send_offsets_to_transaction",
+            lambda: self.producer.send_offsets_to_transaction(offsets, metadata, self.timeout_s),
+            self.timeout_s,
+        )
+        try:
+            _call("commit_transaction", lambda: self.producer.commit_transaction(self.timeout_s), self.timeout_s)
+        except AbortCycle:
+            self.deliveries.raise_if_fatal()
+            raise
+        self._open = False
+        self.deliveries.take()
+
+    def abort(self) -> None:
+        """Abort the open transaction: none of its records or offsets ever become visible."""
+        if self._open:
+            _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
+            self._open = False
+        self.deliveries.raise_if_fatal()
+        self.deliveries.take()
+
+
+class AtLeastOnceCommitter(_CommitterBase):
+    """At-least-once: flush, check every delivery, then commit the offsets as the group member."""
+
+    def start(self) -> None:
+        """Nothing to fence without transactions."""
+
+    def begin(self) -> None:
+        """Mark the cycle as having work."""
+        self._open = True
+
+    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
+        """Commit ``offsets`` only once every record of the cycle is acknowledged (as the member now is)."""
+        remaining = self.producer.flush(self.timeout_s)
+        self.deliveries.raise_if_fatal()
+        errors = self.deliveries.take()
+        if remaining or errors:
+            raise AbortCycle(f"{remaining} records unacknowledged, delivery errors: {errors}")
+        try:
+            member.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal():
+                raise RecoverableTaskFailure(f"offset commit to the shadow group failed fatally: {err.str()}") from exc
+            raise AbortCycle(f"offset commit to the shadow group failed: {err.str()}") from exc
+        self._open = False
+
+    def abort(self) -> None:
+        """Forget the cycle; records already written stay (at-least-once), the offsets are not advanced."""
+        self.producer.flush(self.timeout_s)
+        self.deliveries.raise_if_fatal()
+        self.deliveries.take()
+        self._open = False

@@ -1,0 +1,73 @@
+"""Record mode: re-produce each consumed source record to the same partition of its target topic."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+
+_PARTITION_WAIT_S = 30.0
+
+
+class RecordCopier:
+    """Copies key, value (null too), headers and timestamp; partition numbers map 1:1.
+
+    The source timestamp is sent as the record's CreateTime whatever its type on the source, so a
+    LogAppendTime source keeps its times on the target (whose topics are provisioned as CreateTime).
+    """
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+
+    def copy(self, messages: Sequence[Message], target_topics: Mapping[str, str]) -> int:
+        """Produce ``messages`` (all without error) and return their key + value bytes."""
+        produced = 0
+        produce, poll = self.producer.produce, self.producer.poll
+        for msg in messages:
+            key, value = msg.key(), msg.value()
+            _, timestamp = msg.timestamp()
+            topic = target_topics[cast(str, msg.topic())]
+            partition = cast(int, msg.partition())
+            while True:
+                try:
+                    produce(
+                        topic,
+                        value=value,
+                        key=key,
+                        partition=partition,
+                        timestamp=max(timestamp, 0),
+                        headers=msg.headers(),
+                    )
+                    break
+                except BufferError:
+                    poll(0.05)  # librdkafka's queue is full: let deliveries drain it
+                except KafkaException as exc:
+                    err: KafkaError = exc.args[0]
+                    if err.code() == KafkaError._UNKNOWN_PARTITION:
+                        self._await_partition(topic, partition)
+                        continue
+                    if err.fatal():
+                        raise RecoverableTaskFailure(f"producing to {topic}-{partition}: {err.str()}") from exc
+                    if err.code() == KafkaError._STATE or err.txn_requires_abort():
+                        # The transaction already failed in the background: void the cycle.
+                        raise AbortCycle(f"producing to {topic}-{partition}: {err.str()}") from exc
+                    raise
+            produced += (len(key) if key else 0) + (len(value) if value else 0)
+        poll(0)
+        return produced
+
+    def _await_partition(self, topic: str, partition: int) -> None:
+        """The producer's metadata may lag a partition just added by provisioning: refresh it."""
+        deadline = time.monotonic() + _PARTITION_WAIT_S
+        while time.monotonic() < deadline:
+            md = self.producer.list_topics(topic, timeout=10).topics.get(topic)
+            if md is not None and partition in md.partitions:
+                return
+            time.sleep(0.5)
+        raise TaskFailure(
+            f"target partition {topic}-{partition} does not exist (was the target topic shrunk or deleted?)"
+        )

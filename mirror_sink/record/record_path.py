@@ -1,0 +1,117 @@
+"""Record mode: librdkafka reads records (read_committed) and re-produces each one to the target."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from mirror_sink.core.data_path import Committer, Copied, SourceTP
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.record.committers import (
+    AtLeastOnceCommitter,
+    DeliveryTracker,
+    TransactionalCommitter,
+)
+from mirror_sink.record.record_copier import RecordCopier
+
+_CONSUME_BATCH = 5000
+#: Producers replaced while a call may still be blocked inside them (see ``close``).
+_ABANDONED_PRODUCERS: list[Producer] = []
+
+
+class RecordPath:
+    """The source consumer's records, produced one by one through the (transactional) producer."""
+
+    def __init__(
+        self,
+        source: Consumer,
+        *,
+        producer: Producer,
+        deliveries: DeliveryTracker,
+        transactional: bool,
+        timeout_s: float,
+        log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+    ) -> None:
+        self.source = source
+        self.producer = producer
+        self.committer: Committer = (
+            TransactionalCommitter(producer, deliveries, timeout_s)
+            if transactional
+            else AtLeastOnceCommitter(producer, deliveries, timeout_s)
+        )
+        self.copier = RecordCopier(producer)
+        self.log = log
+        # Partitions rewound and not read since: their consumer position may predate the rewind.
+        self._rewound: set[SourceTP] = set()
+
+    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+        """incremental_assign at the given offsets."""
+        self.source.incremental_assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
+
+    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+        """incremental_unassign."""
+        tps = list(partitions)
+        self.source.incremental_unassign([TopicPartition(t, p) for t, p in tps])
+        self._rewound.difference_update(tps)
+
+    def rewind(self, offsets: Mapping[SourceTP, int]) -> None:
+        """Re-assign at the committed offsets (librdkafka drops what it prefetched)."""
+        if not offsets:
+            return
+        self._rewound.update(offsets)
+        self.source.incremental_unassign([TopicPartition(t, p) for t, p in offsets])
+        self.assign(offsets)
+
+    def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
+        """Consume up to a batch of records and produce them."""
+        messages = self.source.consume(_CONSUME_BATCH, wait_s)
+        good = [m for m in messages if not self._is_error(m)]
+        if not good:
+            return Copied()
+        self.committer.begin()
+        produced = self.copier.copy(good, target_of)
+        for m in good:
+            self._rewound.discard((m.topic(), m.partition()))
+        return Copied(len(good), produced)
+
+    def positions(self, committed: Mapping[SourceTP, int]) -> dict[SourceTP, int]:
+        """The consumer's positions: past every record returned, control records and aborted batches."""
+        out = {}
+        for tp in self.source.position([TopicPartition(t, p) for t, p in committed]):
+            key = (tp.topic, tp.partition)
+            # Until a partition returns a record after a rewind, its position may still be the one
+            # from before the rewind (librdkafka resets it asynchronously): trust the rewind point.
+            out[key] = tp.offset if tp.offset >= 0 and key not in self._rewound else committed[key]
+        return out
+
+    def _is_error(self, msg: Message) -> bool:
+        err = msg.error()
+        if err is None:
+            return False
+        where = f"{msg.topic()}-{msg.partition()}"
+        if err.code() == KafkaError._AUTO_OFFSET_RESET:
+            raise TaskFailure(
+                f"source partition {where}: the next offset to mirror no longer exists (deleted by retention "
+                f"before it was mirrored?): {err.str()}"
+            )
+        if err.fatal() or err.code() in (
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.GROUP_AUTHORIZATION_FAILED,
+        ):
+            raise TaskFailure(f"reading source partition {where}: {err.str()}")
+        self.log.warning("source consumer error on %s (retrying): %s", where, err.str())
+        return True
+
+    def describe(self) -> str:
+        """For progress logs."""
+        return "record mode"
+
+    def close(self, *, abandon: bool = False) -> None:
+        """Flush the producer, or keep it alive unused when a librdkafka call may still be blocked
+        in it (destroying it under that call would crash the process)."""
+        if abandon:
+            _ABANDONED_PRODUCERS.append(self.producer)
+        else:
+            self.producer.flush(5)
