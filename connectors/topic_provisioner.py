@@ -16,6 +16,7 @@ from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.replication_policy import is_cycle
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class TopicProvisioner:
         for topic, partitions in sorted(source.items()):
             if not self.topic_filter.accepts(topic):
                 continue
-            if self.policy.topic_source(topic) == self.config.target_alias:
+            if is_cycle(self.policy, topic, self.config.target_alias):
                 log.debug("skipping %s: it was mirrored from the target (a cycle)", topic)
                 continue
             target = self.policy.format_remote_topic(self.config.source_alias, topic)

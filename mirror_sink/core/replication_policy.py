@@ -21,6 +21,10 @@ class ReplicationPolicy(Protocol):
         """The alias of the cluster ``topic`` was mirrored from, or None for a local topic."""
         ...
 
+    def upstream_topic(self, topic: str) -> str | None:
+        """The name ``topic`` had on the cluster it was mirrored from, or None for a local topic."""
+        ...
+
 
 @dataclass(frozen=True)
 class DefaultReplicationPolicy:
@@ -37,6 +41,11 @@ class DefaultReplicationPolicy:
         alias, sep, _ = topic.partition(self.separator)
         return alias if sep and alias else None
 
+    def upstream_topic(self, topic: str) -> str | None:
+        """What follows the first separator, for a remote topic."""
+        source = self.topic_source(topic)
+        return None if source is None else topic[len(source) + len(self.separator) :]
+
 
 @dataclass(frozen=True)
 class IdentityReplicationPolicy:
@@ -49,6 +58,26 @@ class IdentityReplicationPolicy:
     def topic_source(self, topic: str) -> str | None:
         """Unknown: identity-mirrored topics carry no trace of their origin."""
         return None
+
+    def upstream_topic(self, topic: str) -> str | None:
+        """Unknown, as its source."""
+        return None
+
+
+def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
+    """True when ``topic`` came from ``target_alias`` at any hop: mirroring it there would loop.
+
+    MirrorMaker 2's ``MirrorSourceConnector.isCycle``: follow the topic's upstream chain
+    (``b.a.orders`` -> ``a.orders`` -> ``orders``) and stop at a local topic.
+    """
+    while (source := policy.topic_source(topic)) is not None:
+        if source == target_alias:
+            return True
+        upstream = policy.upstream_topic(topic)
+        if upstream is None or upstream == topic:  # a policy that cannot tell (Identity-like)
+            return False
+        topic = upstream
+    return False
 
 
 def replication_policy(class_name: str, separator: str) -> ReplicationPolicy:

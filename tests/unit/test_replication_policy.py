@@ -10,6 +10,7 @@ from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.replication_policy import (
     DefaultReplicationPolicy,
     IdentityReplicationPolicy,
+    is_cycle,
     replication_policy,
 )
 
@@ -121,3 +122,63 @@ def test_multichar_separator_overlapping_the_alias_is_ambiguous() -> None:
     """Same as MM2 (``topic.split(separator)[0]``): the first occurrence wins."""
     policy = DefaultReplicationPolicy("--")
     assert policy.topic_source(policy.format_remote_topic("a-", "x")) == "a"
+
+
+def _mm2_topic_source(topic: str, separator: str) -> str | None:
+    """MirrorMaker 2's DefaultReplicationPolicy.topicSource, with Java's ``Pattern.split`` semantics
+    (trailing empty strings dropped; a leading one kept)."""
+    parts = topic.split(separator)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts[0] if len(parts) >= 2 else None
+
+
+def _mm2_is_cycle(topic: str, separator: str, target: str) -> bool:
+    """MirrorSourceConnector.isCycle, recursive as in MirrorMaker 2."""
+    source = _mm2_topic_source(topic, separator)
+    if source is None:
+        return False
+    if source == target:
+        return True
+    upstream = topic[len(source) + len(separator) :]
+    if upstream == topic:
+        return False
+    return _mm2_is_cycle(upstream, separator, target)
+
+
+@pytest.mark.parametrize(
+    ("topic", "expected"),
+    [
+        ("orders", False),
+        ("us-east.orders", True),  # came straight from the target
+        ("us-west.orders", False),
+        ("us-west.us-east.orders", True),  # from the target two hops ago: MM2 follows the chain
+        ("eu.us-west.us-east.orders", True),
+        ("eu.us-west.orders", False),
+        ("us-west.orders.us-east", False),  # the alias appears, but not as a hop
+    ],
+)
+def test_cycle_detection_follows_the_upstream_chain_like_mm2(topic: str, expected: bool) -> None:
+    policy = DefaultReplicationPolicy()
+    assert is_cycle(policy, topic, "us-east") is expected
+    assert _mm2_is_cycle(topic, ".", "us-east") is expected
+
+
+@given(
+    separator=st.sampled_from([".", "_", "-", "::"]),
+    hops=st.lists(st.sampled_from(["a", "b", "c", "us-east", "dc1"]), max_size=4),
+    local=st.sampled_from(["orders", "x", "orders.v1", "a_b"]),
+    target=st.sampled_from(["a", "b", "us-east"]),
+)
+def test_cycle_detection_agrees_with_mm2(separator: str, hops: list[str], local: str, target: str) -> None:
+    """For every topic built by mirroring through a chain of clusters, both say the same."""
+    policy = DefaultReplicationPolicy(separator)
+    topic = local
+    for alias in hops:
+        topic = policy.format_remote_topic(alias, topic)
+    assert is_cycle(policy, topic, target) == _mm2_is_cycle(topic, separator, target)
+
+
+def test_identity_policy_detects_no_cycle_as_mm2() -> None:
+    """MM2 stops where the upstream topic is unknown or the same: identity-mirrored topics never loop-check."""
+    assert not is_cycle(IdentityReplicationPolicy(), "us-east.orders", "us-east")
