@@ -1,7 +1,9 @@
 """The Kafka Connect-compatible REST API over a Herder (FastAPI).
 
 Paths, methods, status codes and JSON shapes follow Kafka Connect's REST API wherever Connect has
-them; every error is ``{"error_code": <http status>, "message": <text>}``.
+them; every error is ``{"error_code": <http status>, "message": <text>}``. The Herder answers with
+domain values (turned into the bodies of :mod:`api.models` here) and refuses with domain exceptions,
+which only this module maps to status codes.
 """
 
 from __future__ import annotations
@@ -37,9 +39,18 @@ from api.models import (
 from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
 from mirror_sink import __version__
 from mirror_sink.worker.config_store import TargetState
-from mirror_sink.worker.herder import Herder, HerderError
+from mirror_sink.worker.herder import Herder
+from mirror_sink.worker.herder_types import Conflict, HerderError, InvalidRequest, NotFound
 
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (400, 404, 409, 500)}
+
+STATUS_OF: tuple[tuple[type[HerderError], int], ...] = ((InvalidRequest, 400), (NotFound, 404), (Conflict, 409))
+"""The HTTP status of each kind of refusal; any other HerderError is a 500."""
+
+
+def status_of(exc: HerderError) -> int:
+    """The HTTP status the REST API answers ``exc`` with."""
+    return next((status for kind, status in STATUS_OF if isinstance(exc, kind)), 500)
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -59,7 +70,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.exception_handler(HerderError)
     async def herder_error(_: Request, exc: HerderError) -> JSONResponse:
-        return _error(exc.status, exc.message)
+        return _error(status_of(exc), exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -91,55 +102,55 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         wanted = set(expand or [])
         unknown = wanted - {"status", "info"}
         if unknown:
-            raise HerderError(400, f"unknown expand value(s) {sorted(unknown)}; use status and/or info")
+            raise InvalidRequest(f"unknown expand value(s) {sorted(unknown)}; use status and/or info")
         if not wanted:
             return names
         out: dict[str, dict[str, Any]] = {}
         for name in names:
             entry: dict[str, Any] = {}
             if "status" in wanted:
-                entry["status"] = herder.status(name)
+                entry["status"] = ConnectorStatus.of(herder.status(name)).document()
             if "info" in wanted:
-                entry["info"] = herder.info(name)
+                entry["info"] = ConnectorInfo.of(herder.info(name)).model_dump()
             out[name] = entry
         return out
 
     @app.post("/connectors", status_code=201, response_model=ConnectorInfo)
-    def create_connector(request: CreateConnectorRequest) -> dict[str, Any]:
+    def create_connector(request: CreateConnectorRequest) -> ConnectorInfo:
         state = TargetState(request.initial_state) if request.initial_state else TargetState.RUNNING
         herder.create(request.name, request.config, state)
-        return herder.info(request.name)
+        return ConnectorInfo.of(herder.info(request.name))
 
     @app.get("/connectors/{name}", response_model=ConnectorInfo)
-    def get_connector(name: str) -> dict[str, Any]:
-        return herder.info(name)
+    def get_connector(name: str) -> ConnectorInfo:
+        return ConnectorInfo.of(herder.info(name))
 
     @app.get("/connectors/{name}/config", response_model=dict[str, str])
     def get_config(name: str) -> dict[str, str]:
         return herder.config(name)
 
     @app.put("/connectors/{name}/config", response_model=ConnectorInfo)
-    def put_config(name: str, config: Annotated[ConfigMap, Body()], response: Response) -> dict[str, Any]:
+    def put_config(name: str, config: Annotated[ConfigMap, Body()], response: Response) -> ConnectorInfo:
         created = herder.put_config(name, config)
         response.status_code = 201 if created else 200
-        return herder.info(name)
+        return ConnectorInfo.of(herder.info(name))
 
     @app.patch("/connectors/{name}/config", response_model=ConnectorInfo)
-    def patch_config(name: str, patch: Annotated[ConfigMap, Body()]) -> dict[str, Any]:
+    def patch_config(name: str, patch: Annotated[ConfigMap, Body()]) -> ConnectorInfo:
         herder.patch_config(name, patch)
-        return herder.info(name)
+        return ConnectorInfo.of(herder.info(name))
 
     @app.get("/connectors/{name}/status", response_model=ConnectorStatus)
-    def connector_status(name: str) -> dict[str, Any]:
-        return herder.status(name)
+    def connector_status(name: str) -> ConnectorStatus:
+        return ConnectorStatus.of(herder.status(name))
 
     @app.get("/connectors/{name}/tasks", response_model=list[TaskInfo])
-    def task_configs(name: str) -> list[dict[str, Any]]:
-        return herder.task_configs(name)
+    def task_configs(name: str) -> list[TaskInfo]:
+        return [TaskInfo.of(t) for t in herder.task_configs(name)]
 
     @app.get("/connectors/{name}/tasks/{task}/status", response_model=StateBody)
-    def task_status(name: str, task: int) -> dict[str, Any]:
-        return herder.task_status(name, task)
+    def task_status(name: str, task: int) -> StateBody:
+        return StateBody.of(herder.task_status(name, task).status)
 
     @app.post("/connectors/{name}/restart", response_model=ConnectorStatus | None)
     def restart_connector(
@@ -150,7 +161,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
         if not include_tasks and not only_failed:
             return Response(status_code=204)  # Connect's plain connector restart
-        return JSONResponse(status_code=202, content=herder.status(name))
+        return JSONResponse(status_code=202, content=ConnectorStatus.of(herder.status(name)).document())
 
     @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
     def restart_task(name: str, task: int) -> Response:
@@ -187,12 +198,12 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         return Response(status_code=200)
 
     @app.get("/connectors/{name}/offsets", response_model=ConnectorOffsets)
-    def get_offsets(name: str) -> dict[str, Any]:
-        return {"offsets": herder.offsets(name)}
+    def get_offsets(name: str) -> ConnectorOffsets:
+        return ConnectorOffsets.of(herder.offsets(name))
 
     @app.patch("/connectors/{name}/offsets", response_model=Message)
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:
-        herder.alter_offsets(name, [o.model_dump() for o in body.offsets])
+        herder.alter_offsets(name, body.to_domain())
         return Message(message="The offsets for this connector have been altered successfully")
 
     @app.delete("/connectors/{name}/offsets", response_model=Message)
@@ -203,7 +214,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     # -- plugins --------------------------------------------------------------------------------
     def _plugin(plugin: str) -> None:
         if plugin not in PLUGIN_ALIASES:
-            raise HerderError(404, f"Unknown connector plugin {plugin}; this worker has {PLUGIN_CLASS}")
+            raise StarletteHTTPException(404, f"Unknown connector plugin {plugin}; this worker has {PLUGIN_CLASS}")
 
     @app.get("/connector-plugins", response_model=list[PluginInfo], response_model_by_alias=True)
     def plugins() -> list[PluginInfo]:

@@ -1,10 +1,15 @@
-"""Request and response bodies of the REST API, in Kafka Connect's JSON shapes."""
+"""Request and response bodies of the REST API, in Kafka Connect's JSON shapes.
+
+The ``of`` constructors turn the Herder's domain values into these bodies.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from mirror_sink.worker import herder_types as domain
 
 ConfigMap = dict[str, Any]
 
@@ -46,6 +51,11 @@ class TaskId(BaseModel):
     connector: str
     task: int
 
+    @classmethod
+    def of(cls, task: domain.ConnectorTaskId) -> TaskId:
+        """The body of a task's identity."""
+        return cls(connector=task.connector, task=task.task)
+
 
 class ConnectorInfo(BaseModel):
     """Connect's ConnectorInfo."""
@@ -55,6 +65,11 @@ class ConnectorInfo(BaseModel):
     tasks: list[TaskId]
     type: Literal["sink"]
 
+    @classmethod
+    def of(cls, info: domain.ConnectorInfo) -> ConnectorInfo:
+        """The body of the Herder's ConnectorInfo."""
+        return cls(name=info.name, config=dict(info.config), tasks=[TaskId.of(t) for t in info.tasks], type=info.type)
+
 
 class StateBody(BaseModel):
     """A connector's or task's state."""
@@ -63,11 +78,21 @@ class StateBody(BaseModel):
     worker_id: str
     trace: str | None = None
 
+    @classmethod
+    def of(cls, state: domain.AssignedState) -> StateBody:
+        """The body of a connector's or task's state."""
+        return cls(state=state.state.value, worker_id=state.worker_id, trace=state.trace)
+
 
 class TaskState(StateBody):
     """A task's state with its id."""
 
     id: int
+
+    @classmethod
+    def of_task(cls, task: domain.TaskStatus) -> TaskState:
+        """The body of one task's state, with its id."""
+        return cls(id=task.id, **StateBody.of(task.status).model_dump())
 
 
 class ConnectorStatus(BaseModel):
@@ -78,12 +103,34 @@ class ConnectorStatus(BaseModel):
     tasks: list[TaskState]
     type: Literal["sink"]
 
+    @classmethod
+    def of(cls, status: domain.ConnectorStatus) -> ConnectorStatus:
+        """The body of the Herder's ConnectorStatus."""
+        return cls(
+            name=status.name,
+            connector=StateBody.of(status.connector),
+            tasks=[TaskState.of_task(t) for t in status.tasks],
+            type=status.type,
+        )
+
+    def document(self) -> dict[str, Any]:
+        """The shape answered outside the response model (expanded listing, restart): no null
+        trace, each task's id first."""
+        doc = self.model_dump(exclude_none=True)
+        doc["tasks"] = [{"id": t.id, **t.model_dump(exclude={"id"}, exclude_none=True)} for t in self.tasks]
+        return doc
+
 
 class TaskInfo(BaseModel):
     """GET /connectors/{name}/tasks entries."""
 
     id: TaskId
     config: dict[str, str]
+
+    @classmethod
+    def of(cls, task: domain.TaskConfig) -> TaskInfo:
+        """The body of one task's config."""
+        return cls(id=TaskId.of(task.id), config=dict(task.config))
 
 
 class SinkPartition(BaseModel):
@@ -110,6 +157,30 @@ class ConnectorOffsets(BaseModel):
     """GET/PATCH /connectors/{name}/offsets (KIP-875)."""
 
     offsets: list[ConnectorOffset]
+
+    @classmethod
+    def of(cls, offsets: list[domain.PartitionOffset]) -> ConnectorOffsets:
+        """The body of the Herder's source partition offsets."""
+        return cls(
+            offsets=[
+                ConnectorOffset(
+                    partition=SinkPartition(kafka_topic=o.topic, kafka_partition=o.partition),
+                    offset=None if o.offset is None else SinkOffset(kafka_offset=o.offset),
+                )
+                for o in offsets
+            ]
+        )
+
+    def to_domain(self) -> list[domain.PartitionOffset]:
+        """The requested offsets as the Herder takes them (a null offset asks to remove one)."""
+        return [
+            domain.PartitionOffset(
+                o.partition.kafka_topic,
+                o.partition.kafka_partition,
+                None if o.offset is None else o.offset.kafka_offset,
+            )
+            for o in self.offsets
+        ]
 
 
 class Message(BaseModel):

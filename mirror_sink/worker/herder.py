@@ -1,15 +1,15 @@
 """The Herder: the worker's connectors, kept in step with the config store (Kafka Connect's name).
 
 Every change is written to the store first and applied second, so a worker killed at any moment
-comes back to what was last acknowledged. Errors carry the HTTP status the REST API answers with.
+comes back to what was last acknowledged. Answers are the domain values of
+:mod:`mirror_sink.worker.herder_types`, refusals its exceptions: the REST API maps both to HTTP.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
@@ -22,19 +22,24 @@ from mirror_sink.core.replication_policy import ReplicationPolicy
 from mirror_sink.core.secrets import MASK, is_secret
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState, StateInfo
+from mirror_sink.worker.herder_types import (
+    AssignedState,
+    Conflict,
+    ConnectorInfo,
+    ConnectorNotFound,
+    ConnectorStatus,
+    ConnectorTaskId,
+    HerderError,
+    InvalidRequest,
+    PartitionOffset,
+    TaskConfig,
+    TaskNotFound,
+    TaskStatus,
+)
+
+__all__ = ["Herder", "HerderError", "masked"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class HerderError(Exception):
-    """An operation refused, with the HTTP status that says why (400, 404, 409, 500)."""
-
-    status: int
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def masked(config: Mapping[str, str]) -> dict[str, str]:
@@ -117,14 +122,14 @@ class Herder:
     def _require(self, name: str) -> StoredConnector:
         stored = self.stored.get(name)
         if stored is None:
-            raise HerderError(404, f"Connector {name} not found")
+            raise ConnectorNotFound(name)
         return stored
 
     def _runtime(self, name: str) -> ConnectorRuntime:
         self._require(name)
         runtime = self.runtimes.get(name)
         if runtime is None:
-            raise HerderError(409, f"Connector {name} has an invalid config and is not running")
+            raise Conflict(f"Connector {name} has an invalid config and is not running")
         return runtime
 
     @staticmethod
@@ -139,15 +144,13 @@ class Herder:
     def _checked(self, name: str, config: Mapping[str, Any]) -> dict[str, str]:
         props = {k: str(v) for k, v in config.items() if v is not None}
         if props.setdefault("name", name) != name:
-            raise HerderError(
-                400,
+            raise InvalidRequest(
                 f"Connector name configuration ({props['name']}) doesn't match connector name in the URL ({name})",
             )
         problems = self.validate(props)
         if problems:
             detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items())
-            raise HerderError(
-                400,
+            raise InvalidRequest(
                 f"Connector configuration is invalid and contains the following {len(problems)} error(s): {detail}",
             )
         return props
@@ -168,10 +171,10 @@ class Herder:
             return sorted(self.stored)
 
     def create(self, name: str, config: Mapping[str, Any], initial_state: TargetState) -> None:
-        """POST /connectors: 409 if ``name`` exists."""
+        """POST /connectors: Conflict if ``name`` exists."""
         with self._lock:
             if name in self.stored:
-                raise HerderError(409, f"Connector {name} already exists")
+                raise Conflict(f"Connector {name} already exists")
             stored = StoredConnector(self._checked(name, config), initial_state)
             self.store.put(name, stored)
             self._apply(name, stored)
@@ -201,36 +204,26 @@ class Herder:
         """The stored config, masked."""
         return masked(self._require(name).config)
 
-    def info(self, name: str) -> dict[str, Any]:
-        """Connect's ConnectorInfo: name, config, tasks, type."""
+    def info(self, name: str) -> ConnectorInfo:
+        """The connector's masked config and its tasks (Connect's ConnectorInfo)."""
         stored = self._require(name)
         tasks_max = int(stored.config.get("tasks.max", "1"))
-        return {
-            "name": name,
-            "config": masked(stored.config),
-            "tasks": [{"connector": name, "task": i} for i in range(tasks_max)],
-            "type": "sink",
-        }
+        return ConnectorInfo(
+            name=name,
+            config=masked(stored.config),
+            tasks=tuple(ConnectorTaskId(name, i) for i in range(tasks_max)),
+        )
 
-    def task_configs(self, name: str) -> list[dict[str, Any]]:
-        """GET /connectors/{name}/tasks."""
-        stored = self._require(name)
-        return [
-            {
-                "id": {"connector": name, "task": t["task"]},
-                "config": {**masked(stored.config), "task.id": str(t["task"])},
-            }
-            for t in self.info(name)["tasks"]
-        ]
+    def task_configs(self, name: str) -> list[TaskConfig]:
+        """Each task's masked config, with its ``task.id``."""
+        config = masked(self._require(name).config)
+        return [TaskConfig(task, {**config, "task.id": str(task.task)}) for task in self.info(name).tasks]
 
-    def _state_json(self, info: StateInfo) -> dict[str, Any]:
-        doc: dict[str, Any] = {"state": info.state.value, "worker_id": self.worker_id}
-        if info.trace:
-            doc["trace"] = info.trace
-        return doc
+    def _assigned(self, info: StateInfo) -> AssignedState:
+        return AssignedState(info.state, self.worker_id, info.trace or None)
 
-    def status(self, name: str) -> dict[str, Any]:
-        """Connect's ConnectorStateInfo."""
+    def status(self, name: str) -> ConnectorStatus:
+        """The connector's state and its tasks' (Connect's ConnectorStateInfo)."""
         self._require(name)
         runtime = self.runtimes.get(name)
         if runtime is None:
@@ -238,19 +231,18 @@ class Herder:
             tasks: list[StateInfo] = []
         else:
             connector, tasks = runtime.state, runtime.task_states()
-        return {
-            "name": name,
-            "connector": self._state_json(connector),
-            "tasks": [{"id": i, **self._state_json(t)} for i, t in enumerate(tasks)],
-            "type": "sink",
-        }
+        return ConnectorStatus(
+            name=name,
+            connector=self._assigned(connector),
+            tasks=tuple(TaskStatus(i, self._assigned(t)) for i, t in enumerate(tasks)),
+        )
 
-    def task_status(self, name: str, task_id: int) -> dict[str, Any]:
+    def task_status(self, name: str, task_id: int) -> TaskStatus:
         """One task's state."""
-        tasks = self.status(name)["tasks"]
+        tasks = self.status(name).tasks
         if not 0 <= task_id < len(tasks):
-            raise HerderError(404, f"Task {name}-{task_id} not found")
-        return dict(tasks[task_id])
+            raise TaskNotFound(name, task_id)
+        return tasks[task_id]
 
     def set_target_state(self, name: str, target: TargetState) -> None:
         """pause / resume / stop."""
@@ -268,7 +260,7 @@ class Herder:
         """POST /connectors/{name}/tasks/{id}/restart."""
         runtime = self._runtime(name)
         if not 0 <= task_id < runtime.connector.config.tasks_max:
-            raise HerderError(404, f"Task {name}-{task_id} not found")
+            raise TaskNotFound(name, task_id)
         runtime.restart_task(task_id)
 
     def delete(self, name: str) -> None:
@@ -293,8 +285,8 @@ class Herder:
         runtime = self._runtime(name)
         return runtime, runtime.connector.config
 
-    def offsets(self, name: str) -> list[dict[str, Any]]:
-        """The shadow group's offsets, in Connect's sink format keyed by the *source* partition."""
+    def offsets(self, name: str) -> list[PartitionOffset]:
+        """The shadow group's offsets, keyed by the *source* partition, sorted."""
         _, cfg = self._shadow(name)
         policy = cfg.replication_policy()
         admin = clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-offsets")
@@ -315,44 +307,30 @@ class Herder:
             reader.close()
         out = []
         for tp in committed:
-            if tp.offset >= 0:
-                out.append(
-                    {
-                        "partition": {
-                            "kafka_topic": _source_topic(tp.topic, cfg, policy),
-                            "kafka_partition": tp.partition,
-                        },
-                        "offset": {"kafka_offset": tp.offset},
-                    }
-                )
-        return sorted(out, key=lambda o: (o["partition"]["kafka_topic"], o["partition"]["kafka_partition"]))
+            source_topic = _source_topic(tp.topic, cfg, policy)
+            if tp.offset >= 0 and source_topic is not None:
+                out.append(PartitionOffset(source_topic, tp.partition, tp.offset))
+        return sorted(out, key=lambda o: (o.topic, o.partition))
 
     def _require_stopped(self, name: str) -> None:
         if self._require(name).target_state is not TargetState.STOPPED:
-            raise HerderError(409, f"Connector {name} must be in the STOPPED state before its offsets can be modified")
+            raise Conflict(f"Connector {name} must be in the STOPPED state before its offsets can be modified")
 
-    def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> None:
-        """PATCH /connectors/{name}/offsets: set source offsets (while STOPPED)."""
+    def alter_offsets(self, name: str, offsets: Sequence[PartitionOffset]) -> None:
+        """Set source partitions' next offsets (while STOPPED); removing one is not supported."""
         self._require_stopped(name)
         _, cfg = self._shadow(name)
         policy = cfg.replication_policy()
         commit = []
         for entry in offsets:
-            partition = entry.get("partition") or {}
-            topic, number = partition.get("kafka_topic"), partition.get("kafka_partition")
-            if not isinstance(topic, str) or not isinstance(number, int):
-                raise HerderError(
-                    400,
-                    "each offset needs partition.kafka_topic (string) and partition.kafka_partition (int)",
+            target_topic = policy.format_remote_topic(cfg.source_alias, entry.topic)
+            if entry.offset is None:
+                raise InvalidRequest("removing one partition's offset is not supported; DELETE resets them all")
+            if entry.offset < 0:
+                raise InvalidRequest(
+                    f'offset of {entry.topic}-{entry.partition} must be {{"kafka_offset": <non-negative int>}}'
                 )
-            target_topic = policy.format_remote_topic(cfg.source_alias, topic)
-            offset = entry.get("offset")
-            if offset is None:
-                raise HerderError(400, "removing one partition's offset is not supported; DELETE resets them all")
-            value = offset.get("kafka_offset") if isinstance(offset, dict) else None
-            if not isinstance(value, int) or value < 0:
-                raise HerderError(400, f'offset of {topic}-{number} must be {{"kafka_offset": <non-negative int>}}')
-            commit.append(TopicPartition(target_topic, number, value))
+            commit.append(TopicPartition(target_topic, entry.partition, entry.offset))
         self._write_offsets(cfg, commit)
 
     def reset_offsets(self, name: str) -> None:
@@ -364,7 +342,7 @@ class Herder:
             admin.delete_consumer_groups([cfg.shadow_group_id], request_timeout=30)[cfg.shadow_group_id].result()
         except KafkaException as exc:
             if exc.args[0].code() != exc.args[0].GROUP_ID_NOT_FOUND:
-                raise HerderError(409, f"cannot reset the offsets of {name}: {exc.args[0].str()}") from exc
+                raise Conflict(f"cannot reset the offsets of {name}: {exc.args[0].str()}") from exc
 
     @staticmethod
     def _write_offsets(cfg: MirrorSinkConfig, commit: list[TopicPartition]) -> None:
@@ -373,7 +351,7 @@ class Herder:
         try:
             admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, commit)])[group].result()
         except KafkaException as exc:
-            raise HerderError(409, f"cannot alter offsets of group {group}: {exc.args[0].str()}") from exc
+            raise Conflict(f"cannot alter offsets of group {group}: {exc.args[0].str()}") from exc
 
 
 def _source_topic(target_topic: str, cfg: MirrorSinkConfig, policy: ReplicationPolicy) -> str | None:
