@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 from devkafka.data import create_topic
 from devkafka.raw_batches import read_committed_batches
-from mirror_sink.raw.producer import RawProducer
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.raw.committer import RawCommitter
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.producer import ProducePipeline
+from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import WireClient
 
 
@@ -43,24 +47,19 @@ def target_ingest(
     }
     create_topic(target, target_topic, partitions, {"compression.type": "producer"})
     wire = WireClient({"bootstrap.servers": target}, "target", "bench-ceiling-produce", 16 << 20)
-    producer = RawProducer(
-        wire,
-        transactional_id=None,
-        transaction_timeout_ms=60_000,
-        group_id="unused",
-        release=lambda _n: None,
-        request_max_bytes=16 << 20,
-    )
+    transactions = TransactionClient(wire, transactional_id=None, transaction_timeout_ms=60_000, group_id="unused")
+    # The batches are in memory before the clock starts and are sent with no charge: the budget stays at 0.
+    producer = ProducePipeline(wire, transactions, MemoryBudget(0), request_max_bytes=16 << 20)
     total = sum(count for items in batches.values() for _, count in items)
     try:
-        producer.start()
+        RawCommitter(transactions, producer).start()  # an idempotent producer id
         while any(wire.leader(target_topic, p) is None for p in range(partitions)):  # metadata: not timed
             wire.poll(0.1)
         records = 0
         started = time.monotonic()
         for p, items in batches.items():
             for batch, count in items:
-                producer.send((target_topic, p), batch, count, 0, 0)
+                producer.send(TargetPartition(target_topic, p), batch, count, 0, 0)
                 records += count
         while producer.backlog:
             producer.pump()

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable
 
 from devkafka.data import end_offsets
+from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.wire import WireClient
@@ -24,7 +25,7 @@ def read_committed_batches(
     fetcher = RawFetcher(
         wire, MemoryBudget(1 << 40), fetch_max_bytes=64 << 20, partition_max_bytes=16 << 20, max_wait_ms=100
     )
-    fetcher.assign({(topic, p): 0 for p in wanted})
+    fetcher.assign({SourcePartition(topic, p): 0 for p in wanted})
     found: dict[int, list[Fetched]] = {p: [] for p in wanted}
     positions = dict.fromkeys(wanted, 0)
     deadline = time.monotonic() + timeout_s
@@ -36,7 +37,7 @@ def read_committed_batches(
             wire.poll(0.1)
             fetcher.collect()
             for p in wanted:
-                while (item := fetcher.pop((topic, p))) is not None:
+                while (item := fetcher.pop(SourcePartition(topic, p))) is not None:
                     if item.batch is not None:
                         found[p].append(item)
                     positions[p] = item.next_offset

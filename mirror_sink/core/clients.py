@@ -6,8 +6,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
+
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 
 # librdkafka settings; Any because the 'logger' entry is a logging.Logger.
 ClientConfig = dict[str, Any]
@@ -89,3 +91,14 @@ def target_producer(
 def admin(user: Mapping[str, str], client_id: str) -> AdminClient:
     """An admin client for ``user``'s cluster."""
     return AdminClient(_with_logger({"client.id": client_id, **user}, {}))
+
+
+def classify(what: str, err: KafkaError) -> Exception:
+    """A librdkafka error as the error class that decides what happens next (``mirror_sink.core.errors``)."""
+    if err.fatal():
+        return RecoverableTaskFailure(f"{what} failed fatally: {err.str()}")
+    if err.txn_requires_abort():
+        return AbortCycle(f"{what}: {err.str()}")
+    if err.retriable():
+        return Retriable(f"{what}: {err.str()}")
+    return TaskFailure(f"{what} failed: {err.str()}")

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, TopicPartition
 
-SourceTP = tuple[str, int]
+from mirror_sink.core.partitions import SourcePartition
 
 
 class Committer(Protocol):
@@ -56,13 +56,13 @@ class DataPath(Protocol):
 
     committer: Committer
 
-    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """Start reading these partitions at these offsets."""
 
-    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+    def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop reading these partitions."""
 
-    def rewind(self, offsets: Mapping[SourceTP, int]) -> None:
+    def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
         """After an aborted cycle: read again from the committed ``offsets``."""
 
     def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
@@ -72,7 +72,7 @@ class DataPath(Protocol):
         cycle's work is void.
         """
 
-    def positions(self, committed: Mapping[SourceTP, int]) -> dict[SourceTP, int]:
+    def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """For each partition, the next source offset once the open cycle commits.
 
         Past control records and aborted transactions too, so the shadow group can reach the

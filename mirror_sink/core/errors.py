@@ -1,4 +1,12 @@
-"""Errors that name what is wrong, for operators."""
+"""Errors that name what is wrong, for operators, and the one classification every layer uses.
+
+What happens next depends only on the class:
+
+- ``TaskFailure`` (fatal): the task ends FAILED with the message and trace;
+- ``RecoverableTaskFailure``: the task's clients are replaced, a bounded number of times;
+- ``AbortCycle``: the open cycle is aborted and re-read from the committed offsets;
+- ``Retriable``: the same call is tried again with backoff (``mirror_sink.core.retry``).
+"""
 
 from __future__ import annotations
 
@@ -27,3 +35,7 @@ class ClientWedged(RecoverableTaskFailure):
 
 class AbortCycle(Exception):
     """The cycle's work is void (aborted, or not acknowledged): rewind to the committed offsets."""
+
+
+class Retriable(Exception):
+    """Try again after a backoff (``mirror_sink.core.retry``); past the deadline it is raised as it is."""

@@ -14,16 +14,18 @@ coordinator answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, as a fresh 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
+from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.errors import RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.retry import retry_call
 
 log = logging.getLogger(__name__)
 
-TopicPartitionKey = tuple[str, int]
+#: A partition key of either cluster (``SourcePartition`` or ``TargetPartition``); results keep its type.
+P = TypeVar("P", bound=tuple[str, int])
 
 _RETRIABLE = frozenset(
     {
@@ -42,52 +44,46 @@ _RETRIABLE = frozenset(
 
 def read_stable_offsets(
     consumer: Consumer,
-    partitions: Iterable[TopicPartitionKey],
+    partitions: Iterable[P],
     *,
     give_up_after_s: float,
     request_timeout_s: float = 10.0,
-) -> dict[TopicPartitionKey, int | None]:
+) -> dict[P, int | None]:
     """The committed offsets of ``consumer``'s group (None where it has none), read stable.
 
     ``consumer`` must be configured read_committed. Retries unstable offsets, coordinator moves and
     timeouts with backoff for up to ``give_up_after_s`` (set it above the transaction timeout, after
-    which the broker aborts a pending transaction), then raises TaskFailure naming the partitions.
+    which the broker aborts a pending transaction), then raises a task failure naming the partitions.
     """
-    wanted = sorted(set(partitions))
+    wanted = {(key[0], key[1]): key for key in sorted(set(partitions))}
     if not wanted:
         return {}
-    deadline = time.monotonic() + give_up_after_s
-    delay = 0.05
-    while True:
-        problem = ""
+
+    def attempt() -> dict[P, int | None]:
         try:
             result = consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=request_timeout_s)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             if err.code() not in _RETRIABLE:
                 raise TaskFailure(f"cannot read committed offsets of {_fmt(wanted)}: {err.str()}") from exc
-            problem = err.str()
-        else:
-            out: dict[TopicPartitionKey, int | None] = {}
-            for tp in result:
-                key = (tp.topic, tp.partition)
-                if tp.error is not None:
-                    if tp.error.code() not in _RETRIABLE:
-                        raise TaskFailure(f"cannot read committed offset of {key[0]}-{key[1]}: {tp.error.str()}")
-                    problem = f"{tp.topic}-{tp.partition}: {tp.error.str()}"
-                    break
-                out[key] = tp.offset if tp.offset >= 0 else None
-            else:
-                return out
-        if time.monotonic() + delay > deadline:
-            raise RecoverableTaskFailure(
-                f"committed offsets of {_fmt(wanted)} did not become stable within {give_up_after_s:.0f} s "
-                f"(a transaction of another producer still open on them?): {problem}"
-            )
-        log.debug("offsets not stable yet (%s); retrying in %.2f s", problem, delay)
-        time.sleep(delay)
-        delay = min(delay * 2, 2.0)
+            raise Retriable(err.str()) from exc
+        out: dict[P, int | None] = {}
+        for tp in result:
+            if tp.error is not None:
+                if tp.error.code() not in _RETRIABLE:
+                    raise TaskFailure(f"cannot read committed offset of {tp.topic}-{tp.partition}: {tp.error.str()}")
+                raise Retriable(f"{tp.topic}-{tp.partition}: {tp.error.str()}")
+            out[wanted[(tp.topic, tp.partition)]] = tp.offset if tp.offset >= 0 else None
+        return out
+
+    try:
+        return retry_call(attempt, f"committed offsets of {_fmt(wanted)}", deadline_s=give_up_after_s)
+    except Retriable as exc:
+        raise RecoverableTaskFailure(
+            f"committed offsets of {_fmt(wanted)} did not become stable within {give_up_after_s:.0f} s "
+            f"(a transaction of another producer still open on them?): {exc}"
+        ) from exc
 
 
-def _fmt(partitions: Iterable[TopicPartitionKey]) -> str:
+def _fmt(partitions: Iterable[tuple[str, int]]) -> str:
     return ", ".join(f"{t}-{p}" for t, p in partitions)

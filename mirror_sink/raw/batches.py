@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 
 import crc32c
 
@@ -167,7 +168,31 @@ def rewrite_in_place(
     _CRC.pack_into(batch, 17, crc32c.crc32c(batch[_CRC_FROM:]))
 
 
-def forward_problem(header: BatchHeader, start_offset: int, max_batch_bytes: int) -> str | None:
+class ReencodeReason(StrEnum):
+    """Why a batch is re-encoded instead of forwarded; the value is its label in progress logs."""
+
+    MID_BATCH_START = "mid-batch start"
+    COMPACTED = "compacted"
+    TOO_LARGE = "too large"
+    OLD_FORMAT = "old format"
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardProblem:
+    """Why a batch cannot be forwarded byte for byte: the reason and its detail for operators."""
+
+    reason: ReencodeReason
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+#: A v0/v1 message set (no v2 header to look at): always re-encoded.
+OLD_FORMAT = ForwardProblem(ReencodeReason.OLD_FORMAT, "message format v0/v1")
+
+
+def forward_problem(header: BatchHeader, start_offset: int, max_batch_bytes: int) -> ForwardProblem | None:
     """Why ``header``'s batch cannot be forwarded byte for byte (it is re-encoded), or None.
 
     The broker requires lastOffsetDelta + 1 == recordCount (compaction leaves gaps) and a batch no
@@ -175,11 +200,18 @@ def forward_problem(header: BatchHeader, start_offset: int, max_batch_bytes: int
     offset would duplicate records already mirrored.
     """
     if header.magic != 2:
-        return f"message format v{header.magic}"
+        return ForwardProblem(ReencodeReason.OLD_FORMAT, f"message format v{header.magic}")
     if header.base_offset < start_offset:
-        return f"starts at {header.base_offset}, before the start offset {start_offset}"
+        return ForwardProblem(
+            ReencodeReason.MID_BATCH_START, f"starts at {header.base_offset}, before the start offset {start_offset}"
+        )
     if header.last_offset_delta + 1 != header.record_count:
-        return f"offset gaps (compacted: {header.record_count} records over {header.last_offset_delta + 1} offsets)"
+        return ForwardProblem(
+            ReencodeReason.COMPACTED,
+            f"offset gaps (compacted: {header.record_count} records over {header.last_offset_delta + 1} offsets)",
+        )
     if header.length > max_batch_bytes:
-        return f"{header.length} bytes, over the target's max.message.bytes {max_batch_bytes}"
+        return ForwardProblem(
+            ReencodeReason.TOO_LARGE, f"{header.length} bytes, over the target's max.message.bytes {max_batch_bytes}"
+        )
     return None

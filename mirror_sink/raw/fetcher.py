@@ -20,7 +20,9 @@ from typing import Any
 from kafka.future import Future
 from kafka.protocol.consumer import FetchRequest
 
+from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw.batches import (
     HEADER_SIZE,
     BatchHeader,
@@ -32,13 +34,12 @@ from mirror_sink.raw.batches import (
 )
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
-from mirror_sink.raw.wire import RETRY_LATER, WireClient, error_name
-
-SourceTP = tuple[str, int]
+from mirror_sink.raw.wire import WireClient, error_name
 
 _READ_COMMITTED = 1
-_OFFSET_OUT_OF_RANGE = 1
-_UNKNOWN_SERVER_ERROR = -1  # retried, as the Java consumer does
+#: A partition error that a later Fetch may not see: UNKNOWN_SERVER_ERROR too, as the Java consumer does.
+_FETCH_AGAIN = RETRIABLE | {KafkaErrorCode.UNKNOWN_SERVER_ERROR}
+#: After a partition error it is left out of Fetches this long (the others go on meanwhile).
 _RETRY_BACKOFF_S = 0.2
 _FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
 #: Smallest response worth a request: below it the fetcher waits for acknowledgements.
@@ -90,7 +91,7 @@ class _Partition:
 class _InFlight:
     future: Future
     reserved: int
-    sent: dict[SourceTP, tuple[int, int]]  # partition -> (its epoch, the fetch offset)
+    sent: dict[SourcePartition, tuple[int, int]]  # partition -> (its epoch, the fetch offset)
 
 
 class RawFetcher:
@@ -110,26 +111,26 @@ class RawFetcher:
         self.fetch_max_bytes = fetch_max_bytes
         self.partition_max_bytes = partition_max_bytes
         self.max_wait_ms = max_wait_ms
-        self._parts: dict[SourceTP, _Partition] = {}
+        self._parts: dict[SourcePartition, _Partition] = {}
         self._inflight: dict[Any, _InFlight] = {}
         self._epochs = itertools.count()
         self._rotation = 0
         wire.negotiate(FetchRequest, _FETCH_VERSION, _FETCH_VERSION)
 
     # -- assignment -----------------------------------------------------------------------------
-    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """Start reading ``starts``' partitions at their offsets."""
         for tp, offset in starts.items():
             self._parts[tp] = _Partition(offset, next(self._epochs))
 
-    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+    def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop reading ``partitions``; their queued data is dropped."""
         for tp in partitions:
             part = self._parts.pop(tp, None)
             if part is not None:
                 self._drop_queue(part)
 
-    def seek(self, offsets: Mapping[SourceTP, int]) -> None:
+    def seek(self, offsets: Mapping[SourcePartition, int]) -> None:
         """Read again from ``offsets`` (after an abort): queued and in-flight data is dropped."""
         for tp, offset in offsets.items():
             part = self._parts[tp]
@@ -144,16 +145,17 @@ class RawFetcher:
         part.queued_bytes = 0
 
     @property
-    def partitions(self) -> list[SourceTP]:
+    def partitions(self) -> list[SourcePartition]:
         """The assigned partitions."""
         return list(self._parts)
 
-    def pending(self, tp: SourceTP) -> int:
+    def pending(self, tp: SourcePartition) -> int:
         """How many fetched items of ``tp`` wait to be taken."""
         return len(self._parts[tp].queue)
 
-    def pop(self, tp: SourceTP) -> Fetched | None:
-        """``tp``'s oldest fetched item, or None; its bytes stay charged to the budget until ``release``."""
+    def pop(self, tp: SourcePartition) -> Fetched | None:
+        """``tp``'s oldest fetched item, or None; its bytes stay charged to the budget until the target
+        acknowledges them (or they are dropped): whoever takes the item gives them back."""
         part = self._parts[tp]
         if not part.queue:
             return None
@@ -161,14 +163,10 @@ class RawFetcher:
         part.queued_bytes -= item.size
         return item
 
-    def release(self, nbytes: int) -> None:
-        """Bytes acknowledged by the target (or dropped) return to the budget."""
-        self.budget.give_back(nbytes)
-
     # -- fetching -------------------------------------------------------------------------------
     def fill(self) -> None:
         """Send a Fetch to every leader with no request in flight, as far as the budget allows."""
-        by_leader: dict[Any, list[SourceTP]] = {}
+        by_leader: dict[Any, list[SourcePartition]] = {}
         now = time.monotonic()
         # Rotated on every round: the broker fills a response in request order, so a fixed order
         # could leave the last partitions with nothing while the first always have data.
@@ -201,15 +199,16 @@ class RawFetcher:
                 sent[tp] = (part.epoch, part.position)
             self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent)
 
-    def _request(self, tps: list[SourceTP], max_bytes: int) -> FetchRequest:
+    def _request(self, tps: list[SourcePartition], max_bytes: int) -> FetchRequest:
         f = FetchRequest
         topics: dict[str, list[Any]] = {}
-        for topic, p in tps:
+        for tp in tps:
+            topic, partition = tp
             topics.setdefault(topic, []).append(
                 f.FetchTopic.FetchPartition(
-                    partition=p,
+                    partition=partition,
                     current_leader_epoch=-1,
-                    fetch_offset=self._parts[(topic, p)].position,
+                    fetch_offset=self._parts[tp].position,
                     last_fetched_epoch=-1,
                     log_start_offset=-1,
                     partition_max_bytes=min(self.partition_max_bytes, max_bytes),
@@ -235,31 +234,33 @@ class RawFetcher:
         for leader in done:
             flight = self._inflight.pop(leader)
             self.budget.give_back(flight.reserved)
-            current = {}
+            # Looked up by the response's plain (topic, partition): equal to the SourcePartition, and
+            # no named tuple is built for every partition of every response.
+            current: dict[tuple[str, int], tuple[SourcePartition, _Partition]] = {}
             for tp, (epoch, offset) in flight.sent.items():
                 part = self._parts.get(tp)
                 if part is not None and part.epoch == epoch:
                     part.in_flight = False
                     if part.position == offset:  # else the data is for a position given up since
-                        current[tp] = part
+                        current[tp] = (tp, part)
             if flight.future.failed():
                 log.warning("fetch from source broker %s failed (retrying): %s", leader, flight.future.exception)
                 self.wire.refresh_metadata()
                 continue
             for topic in flight.future.value.responses:
                 for pd in topic.partitions:
-                    tp = (topic.topic, pd.partition_index)
-                    if tp in current:
-                        self._take_response(tp, current[tp], pd)
+                    found = current.get((topic.topic, pd.partition_index))
+                    if found is not None:
+                        self._take_response(*found, pd)
         return bool(done)
 
-    def _take_response(self, tp: SourceTP, part: _Partition, pd: Any) -> None:
-        where = f"source partition {tp[0]}-{tp[1]}"
-        if pd.error_code == _OFFSET_OUT_OF_RANGE:
+    def _take_response(self, tp: SourcePartition, part: _Partition, pd: Any) -> None:
+        where = f"source partition {tp}"
+        if pd.error_code == KafkaErrorCode.OFFSET_OUT_OF_RANGE:
             raise TaskFailure(
                 f"{where}: offset {part.position} no longer exists (deleted by retention before it was mirrored?)"
             )
-        if pd.error_code in RETRY_LATER or pd.error_code == _UNKNOWN_SERVER_ERROR:
+        if pd.error_code in _FETCH_AGAIN:
             log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
             self.wire.refresh_metadata()
             part.retry_at = time.monotonic() + _RETRY_BACKOFF_S

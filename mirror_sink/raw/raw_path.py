@@ -15,16 +15,17 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirror_sink.core import clients
-from mirror_sink.core.data_path import Committer, Copied, SourceTP
+from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import RecoverableTaskFailure
-from mirror_sink.raw.batches import CODECS, forward_problem
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
+from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.producer import RawProducer
+from mirror_sink.raw.producer import ProducePipeline
 from mirror_sink.raw.reencode import reencode
+from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import WireClient
-
-TargetTP = tuple[str, int]
 
 #: Batches per partition queued for the producer beyond those in flight.
 _QUEUED_PER_PARTITION = 5
@@ -34,7 +35,7 @@ _DEFAULT_TARGET_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
 
 
 class RawPath:
-    """Fetcher + raw producer for one task; the producer is the cycle's committer."""
+    """Fetcher + produce pipeline for one task; the committer wraps the pipeline in target transactions."""
 
     def __init__(
         self,
@@ -71,48 +72,55 @@ class RawPath:
                 partition_max_bytes=partition_max,
                 max_wait_ms=int(source_props.get("fetch.wait.max.ms", 100)),
             )
-            self.producer = RawProducer(
+            self.transactions = TransactionClient(
                 target,
                 transactional_id=transactional_id,
                 transaction_timeout_ms=transaction_timeout_ms,
                 group_id=group_id,
-                release=self.fetcher.release,
+            )
+            self.producer = ProducePipeline(
+                target,
+                self.transactions,
+                self.budget,
                 request_max_bytes=max(1 << 20, min(memory_bytes // 16, 16 << 20)),
             )
         except Exception:  # e.g. RawUnsupported from a version check: no connection left open
             for wire in wires:
                 wire.close()
             raise
-        self.committer: Committer = self.producer
+        self.committer: Committer = RawCommitter(self.transactions, self.producer)
         self._admin_props = dict(target_admin_props)
         self._client_id = client_id
         self._chunk_bytes = chunk_bytes
         self._limits: dict[str, int] = {}
         self._admin: AdminClient | None = None
-        self._position: dict[SourceTP, int] = {}
+        self._position: dict[SourcePartition, int] = {}
+        #: Each read partition's target, built once: ``_take`` looks it up for every partition on every call.
+        self._target: dict[SourcePartition, TargetPartition] = {}
         self.forwarded = 0
-        self.reencoded: Counter[str] = Counter()
-        self._explained: set[tuple[SourceTP, str]] = set()
+        self.reencoded: Counter[ReencodeReason] = Counter()
+        self._explained: set[tuple[SourcePartition, ReencodeReason]] = set()
 
     # -- DataPath -------------------------------------------------------------------------------
-    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """Fetch these partitions from these offsets."""
         self.fetcher.assign(starts)
         self._position.update(starts)
 
-    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+    def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop fetching these partitions."""
         tps = list(partitions)
         self.fetcher.unassign(tps)
         for tp in tps:
             self._position.pop(tp, None)
+            self._target.pop(tp, None)
 
-    def rewind(self, offsets: Mapping[SourceTP, int]) -> None:
+    def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
         """Fetch again from the committed offsets; what was fetched since is dropped."""
         self.fetcher.seek(offsets)
         self._position.update(offsets)
 
-    def positions(self, committed: Mapping[SourceTP, int]) -> dict[SourceTP, int]:
+    def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
         return {tp: self._position.get(tp, offset) for tp, offset in committed.items()}
 
@@ -154,10 +162,12 @@ class RawPath:
 
     def _take(self, target_of: Mapping[str, str]) -> Copied:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds)."""
-        plan: list[tuple[SourceTP, TargetTP, Fetched]] = []
+        plan: list[tuple[SourcePartition, TargetPartition, Fetched]] = []
         planned_bytes = 0
         for tp in self.fetcher.partitions:
-            target_tp = (target_of[tp[0]], tp[1])
+            target_tp = self._target.get(tp)
+            if target_tp is None or target_tp.topic != target_of[tp.topic]:  # new, or its mapping changed
+                target_tp = self._target[tp] = TargetPartition(target_of[tp.topic], tp.partition)
             room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
             while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp)) is not None:
                 plan.append((tp, target_tp, item))
@@ -169,7 +179,7 @@ class RawPath:
         self.committer.begin()
         records = nbytes = done = 0
         try:
-            self.producer.add_partitions({t for _, t, item in plan if item.batch is not None})
+            self.transactions.add_partitions({t for _, t, item in plan if item.batch is not None})
             for tp, target_tp, item in plan:
                 if item.batch is not None:
                     r, b = self._send(tp, target_tp, item)
@@ -179,27 +189,28 @@ class RawPath:
                 done += 1
         except BaseException:
             for _, _, item in plan[done:]:  # taken from the fetcher but never handed to the producer
-                self.fetcher.release(item.size)
+                self.budget.give_back(item.size)
             raise
         return Copied(records, nbytes)
 
-    def _send(self, tp: SourceTP, target_tp: TargetTP, item: Fetched) -> tuple[int, int]:
+    def _send(self, tp: SourcePartition, target_tp: TargetPartition, item: Fetched) -> tuple[int, int]:
         assert item.batch is not None
-        limit = self._max_message_bytes(target_tp[0])
+        limit = self._max_message_bytes(target_tp.topic)
         header = item.header
-        why = "message format v0/v1" if header is None else forward_problem(header, item.start, limit)
-        if why is None:
+        problem = OLD_FORMAT if header is None else forward_problem(header, item.start, limit)
+        if problem is None:
             assert header is not None
             self.producer.send(target_tp, item.batch, header.record_count, item.size, header.base_offset)
             self.forwarded += 1
             return header.record_count, len(item.batch)
-        kind = "old format" if header is None else _kind(why)
-        self.reencoded[kind] += 1
-        if (tp, kind) not in self._explained:
-            self._explained.add((tp, kind))
-            self.log.info("re-encoding a batch of %s-%d (%s); further ones counted in progress logs", *tp, why)
+        self.reencoded[problem.reason] += 1
+        if (tp, problem.reason) not in self._explained:
+            self._explained.add((tp, problem.reason))
+            self.log.info(
+                "re-encoding a batch of %s-%d (%s); further ones counted in progress logs", *tp, problem.detail
+            )
         codec = header.codec if header is not None else int(item.batch[17]) & 0x07
-        where = f"source partition {tp[0]}-{tp[1]} (codec {CODECS.get(codec, codec)})"
+        where = f"source partition {tp} (codec {CODECS.get(codec, codec)})"
         rebuilt = reencode(item.batch, codec, item.start, limit, where)
         records = 0
         for i, built in enumerate(rebuilt):
@@ -208,7 +219,7 @@ class RawPath:
             self.producer.send(target_tp, memoryview(built), count, charge, item.start)
             records += count
         if not rebuilt:
-            self.fetcher.release(item.size)
+            self.budget.give_back(item.size)
         return records, sum(len(b) for b in rebuilt)
 
     def _max_message_bytes(self, topic: str) -> int:
@@ -227,14 +238,3 @@ class RawPath:
             raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
         entry = entries.get("max.message.bytes")
         return int(entry.value) if entry is not None and entry.value else _DEFAULT_TARGET_MAX_MESSAGE_BYTES
-
-
-def _kind(why: str) -> str:
-    """A short metric label for a fallback reason."""
-    if why.startswith("starts at"):
-        return "mid-batch start"
-    if why.startswith("offset gaps"):
-        return "compacted"
-    if "max.message.bytes" in why:
-        return "too large"
-    return why

@@ -20,7 +20,9 @@ from kafka.net.compat import KafkaNetClient
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
+from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.retry import TryAgain, retry_or_give_up
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +46,8 @@ NodeId = int | str
 
 COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
-#: Errors after which asking again (after a metadata or coordinator refresh) can succeed.
-RETRY_LATER = frozenset({3, 5, 6, 7, 9, 14, 15, 16, 51, 56, 74, 75, 78})
+#: FindCoordinator is asked again at this fixed pace while the coordinator is loading or moving.
+_COORDINATOR_RETRY_S = 0.2
 
 
 #: Security settings the raw path's client understands (others mean record mode; see ``unsupported``).
@@ -189,19 +191,23 @@ class WireClient:
 
     def coordinator(self, key: str, key_type: int, timeout_s: float = 60.0) -> int:
         """The node coordinating a group (COORDINATOR_GROUP) or a transactional.id."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+        what = f"finding the coordinator of {key!r}"
+
+        def attempt() -> int:
             response = self.call(
-                self.any_node(),
-                FindCoordinatorRequest(version=4, key_type=key_type, coordinator_keys=[key]),
-                f"finding the coordinator of {key!r}",
+                self.any_node(), FindCoordinatorRequest(version=4, key_type=key_type, coordinator_keys=[key]), what
             )
             found = response.coordinators[0]
-            if found.error_code == 0:
+            if found.error_code == KafkaErrorCode.NONE:
                 return int(found.node_id)
-            if found.error_code not in RETRY_LATER or time.monotonic() > deadline:
-                raise TaskFailure(f"finding the coordinator of {key!r}: {error_name(found.error_code)}")
-            time.sleep(0.2)
+            failure = TaskFailure(f"{what}: {error_name(found.error_code)}")
+            if found.error_code not in RETRIABLE:
+                raise failure
+            raise TryAgain(str(failure), give_up=failure)
+
+        return retry_or_give_up(
+            attempt, what, deadline_s=timeout_s, first_delay_s=_COORDINATOR_RETRY_S, max_delay_s=_COORDINATOR_RETRY_S
+        )
 
     def close(self) -> None:
         """Close every connection."""

@@ -9,32 +9,29 @@ commit by the same group member once every record is acknowledged.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from mirror_sink.core.bounded import call_bounded
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.clients import classify
+from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.retry import retry_call
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Delivery errors no retry can fix: the task fails with the partition named.
-_FATAL_DELIVERY = frozenset(
-    {
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_TOPIC,
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-        KafkaError.MSG_SIZE_TOO_LARGE,
-        KafkaError.INVALID_RECORD,
-    }
-)
+#: Delivery errors no retry can fix: the task fails with the partition named. The shared table of
+#: fatal writes, plus a target partition librdkafka could not find even after its own retries.
+_FATAL_DELIVERY = FATAL_WRITE | {
+    KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
+}
 
 
 #: How much longer than its own timeout a librdkafka call may take before it counts as hung.
@@ -45,13 +42,13 @@ class DeliveryTracker:
     """Counts acknowledged deliveries and keeps the first error of each partition."""
 
     def __init__(self) -> None:
-        self.errors: dict[tuple[str, int], KafkaError] = {}
+        self.errors: dict[TargetPartition, KafkaError] = {}
 
     def __call__(self, err: KafkaError | None, msg: object) -> None:
         """The producer's on_delivery callback."""
         if err is not None:
             topic, partition = msg.topic(), msg.partition()  # type: ignore[attr-defined]
-            self.errors.setdefault((topic, partition), err)
+            self.errors.setdefault(TargetPartition(topic, partition), err)
 
     def raise_if_fatal(self) -> None:
         """TaskFailure naming the partition when a delivery failed for a reason retries cannot fix."""
@@ -59,7 +56,7 @@ class DeliveryTracker:
             if err.code() in _FATAL_DELIVERY:
                 raise TaskFailure(f"cannot write to target partition {topic}-{partition}: {err.str()}")
 
-    def take(self) -> dict[tuple[str, int], KafkaError]:
+    def take(self) -> dict[TargetPartition, KafkaError]:
         """The errors since the last call."""
         errors, self.errors = self.errors, {}
         return errors
@@ -71,25 +68,17 @@ def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
     Each attempt is bounded (librdkafka can block past the timeout it was given); a fatal producer
     error is recoverable with a new producer, which init_transactions fences the old one with.
     """
-    deadline = time.monotonic() + deadline_s
-    delay = 0.05
-    while True:
+
+    def attempt() -> T:
         try:
             return call_bounded(what, fn, deadline_s + _HANG_GRACE_S)
         except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            if err.fatal():
-                raise RecoverableTaskFailure(f"{what} failed fatally: {err.str()}") from exc
-            if err.txn_requires_abort():
-                raise AbortCycle(f"{what}: {err.str()}") from exc
-            if err.retriable() and time.monotonic() < deadline:
-                log.info("%s: retriable error, retrying in %.2f s: %s", what, delay, err.str())
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-                continue
-            if err.retriable():  # retried until the deadline: new clients may fare better
-                raise RecoverableTaskFailure(f"{what} still failing after {deadline_s:.0f} s: {err.str()}") from exc
-            raise TaskFailure(f"{what} failed: {err.str()}") from exc
+            raise classify(what, exc.args[0]) from exc
+
+    try:
+        return retry_call(attempt, what, deadline_s=deadline_s)
+    except Retriable as exc:  # retried until the deadline: new clients may fare better
+        raise RecoverableTaskFailure(f"{what} still failing after {deadline_s:.0f} s: {exc}") from exc
 
 
 class _CommitterBase:

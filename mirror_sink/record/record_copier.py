@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.retry import retry_call
 
 _PARTITION_WAIT_S = 30.0
 
@@ -62,12 +62,15 @@ class RecordCopier:
 
     def _await_partition(self, topic: str, partition: int) -> None:
         """The producer's metadata may lag a partition just added by provisioning: refresh it."""
-        deadline = time.monotonic() + _PARTITION_WAIT_S
-        while time.monotonic() < deadline:
+
+        def known() -> None:
             md = self.producer.list_topics(topic, timeout=10).topics.get(topic)
-            if md is not None and partition in md.partitions:
-                return
-            time.sleep(0.5)
-        raise TaskFailure(
-            f"target partition {topic}-{partition} does not exist (was the target topic shrunk or deleted?)"
-        )
+            if md is None or partition not in md.partitions:
+                raise Retriable(f"target partition {topic}-{partition} not in the producer's metadata")
+
+        try:
+            retry_call(known, f"metadata of {topic}", deadline_s=_PARTITION_WAIT_S, max_delay_s=0.5)
+        except Retriable as exc:
+            raise TaskFailure(
+                f"target partition {topic}-{partition} does not exist (was the target topic shrunk or deleted?)"
+            ) from exc

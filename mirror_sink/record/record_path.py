@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from mirror_sink.core.data_path import Committer, Copied, SourceTP
+from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.record.committers import (
     AtLeastOnceCommitter,
     DeliveryTracker,
@@ -44,19 +45,19 @@ class RecordPath:
         self.copier = RecordCopier(producer)
         self.log = log
         # Partitions rewound and not read since: their consumer position may predate the rewind.
-        self._rewound: set[SourceTP] = set()
+        self._rewound: set[SourcePartition] = set()
 
-    def assign(self, starts: Mapping[SourceTP, int]) -> None:
+    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """incremental_assign at the given offsets."""
         self.source.incremental_assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
 
-    def unassign(self, partitions: Iterable[SourceTP]) -> None:
+    def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """incremental_unassign."""
         tps = list(partitions)
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in tps])
         self._rewound.difference_update(tps)
 
-    def rewind(self, offsets: Mapping[SourceTP, int]) -> None:
+    def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
         """Re-assign at the committed offsets (librdkafka drops what it prefetched)."""
         if not offsets:
             return
@@ -72,15 +73,15 @@ class RecordPath:
             return Copied()
         self.committer.begin()
         produced = self.copier.copy(good, target_of)
-        for m in good:
-            self._rewound.discard((m.topic(), m.partition()))
+        if self._rewound:
+            self._rewound.difference_update({(m.topic(), m.partition()) for m in good})
         return Copied(len(good), produced)
 
-    def positions(self, committed: Mapping[SourceTP, int]) -> dict[SourceTP, int]:
+    def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """The consumer's positions: past every record returned, control records and aborted batches."""
         out = {}
         for tp in self.source.position([TopicPartition(t, p) for t, p in committed]):
-            key = (tp.topic, tp.partition)
+            key = SourcePartition(tp.topic, tp.partition)
             # Until a partition returns a record after a rewind, its position may still be the one
             # from before the rewind (librdkafka resets it asynchronously): trust the rewind point.
             out[key] = tp.offset if tp.offset >= 0 and key not in self._rewound else committed[key]

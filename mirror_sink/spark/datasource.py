@@ -9,6 +9,7 @@ transaction that also commits the range end to the shadow group (``range_copier`
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,11 +31,14 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.start_offsets import StartOffsetResolver
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
 from mirror_sink.core import clients
-from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.spark.range_copier import copy_range
+
+log = logging.getLogger(__name__)
 
 SCHEMA = "topic string, partition int, start long, end long"
 
@@ -89,37 +93,22 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             reader.close()
 
     def _starts(self, mappings: dict[str, TopicMapping]) -> dict[str, int]:
+        """Start offsets as a worker's task would resolve them (the same module decides)."""
         cfg = self.config
         wanted = {
-            (m.target_topic, p): (m.source_topic, p) for m in mappings.values() for p in range(m.source_partitions)
+            TargetPartition(m.target_topic, p): SourcePartition(m.source_topic, p)
+            for m in mappings.values()
+            for p in range(m.source_partitions)
         }
         shadow = clients.source_consumer(cfg.target_consumer(), cfg.shadow_group_id, "spark-planner")
-        try:
-            stored = read_stable_offsets(shadow, wanted, give_up_after_s=cfg.transaction_timeout_ms / 1000 + 30)
-        finally:
-            shadow.close()
-        copied: dict[tuple[str, int], int | None] = {}
-        missing = [src for tgt, src in wanted.items() if stored.get(tgt) is None]
-        if missing and cfg.offset_fallback is OffsetFallback.SOURCE_GROUP:
-            group = clients.source_consumer(cfg.source_consumer(), cfg.offset_fallback_group_id, "spark-planner")
-            try:
-                copied = read_stable_offsets(group, missing, give_up_after_s=60)
-            finally:
-                group.close()
         source = clients.source_consumer(cfg.source_consumer(), cfg.source_group_id, "spark-planner")
         try:
-            out = {}
-            for target_tp, (topic, p) in wanted.items():
-                offset = stored.get(target_tp)
-                if offset is None:
-                    offset = copied.get((topic, p))
-                if offset is None:
-                    low, high = source.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-                    offset = int(high) if cfg.offset_fallback is OffsetFallback.LATEST else int(low)
-                out[f"{topic}:{p}"] = offset
-            return out
+            resolver = StartOffsetResolver(cfg, shadow=shadow, source=source, client_id="spark-planner", log=log)
+            starts = resolver.resolve(wanted)
         finally:
+            shadow.close()
             source.close()
+        return {f"{tp.topic}:{tp.partition}": offset for tp, offset in starts.offsets.items()}
 
     def initialOffset(self) -> dict[str, int]:
         """Where the shadow group is (or the fallback where it has nothing)."""

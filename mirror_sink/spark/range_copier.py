@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, TopicPartition
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.stable_offsets import read_stable_offsets
 from mirror_sink.record.committers import DeliveryTracker, TransactionalCommitter
 from mirror_sink.record.record_copier import RecordCopier
@@ -68,8 +69,8 @@ def copy_range(config: MirrorSinkConfig, topic: str, partition: int, start: int,
     # Not a member: its metadata carries no generation (the transactional.id fences instead).
     shadow = clients.source_consumer(config.target_consumer(), config.shadow_group_id, f"{config.name}-spark-shadow")
     try:
-        stored = read_stable_offsets(shadow, [(target_topic, partition)], give_up_after_s=timeout_s + 30)
-        committed = stored[(target_topic, partition)]
+        target = TargetPartition(target_topic, partition)
+        committed = read_stable_offsets(shadow, [target], give_up_after_s=timeout_s + 30)[target]
         if committed is not None and committed >= end:
             log.info(
                 "%s-%d [%d, %d): already mirrored (shadow group at %d); skipped",

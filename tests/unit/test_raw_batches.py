@@ -13,14 +13,17 @@ from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw.batches import (
     CONTROL,
     HEADER,
     HEADER_SIZE,
+    OLD_FORMAT,
     TIMESTAMP_LOG_APPEND,
     TRANSACTIONAL,
     BatchHeader,
     CorruptBatch,
+    ReencodeReason,
     control_type,
     forward_problem,
     parse_header,
@@ -30,9 +33,9 @@ from mirror_sink.raw.batches import (
 )
 from mirror_sink.raw.fetcher import RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.producer import parse_group_metadata
 from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
 from mirror_sink.raw.reencode import reencode
+from mirror_sink.raw.transactions import parse_group_metadata
 from mirror_sink.raw.wire import unsupported
 
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
@@ -159,6 +162,27 @@ def test_forward_problem_names_every_broker_rule() -> None:
     assert "message format v1" in str(forward_problem(_header(magic=1), 100, 1000))
 
 
+def test_forward_problem_gives_its_progress_log_label_with_the_detail() -> None:
+    cases = [
+        (
+            _header(record_count=7),
+            100,
+            1000,
+            ReencodeReason.COMPACTED,
+            "offset gaps (compacted: 7 records over 10 offsets)",
+        ),
+        (_header(), 104, 1000, ReencodeReason.MID_BATCH_START, "starts at 100, before the start offset 104"),
+        (_header(), 100, 400, ReencodeReason.TOO_LARGE, "500 bytes, over the target's max.message.bytes 400"),
+        (_header(magic=1), 100, 1000, ReencodeReason.OLD_FORMAT, "message format v1"),
+    ]
+    for header, start, limit, reason, detail in cases:
+        problem = forward_problem(header, start, limit)
+        assert problem is not None and (problem.reason, problem.detail) == (reason, detail)
+    labels = [f"{reason}" for reason in ReencodeReason]
+    assert labels == ["mid-batch start", "compacted", "too large", "old format"]
+    assert (OLD_FORMAT.reason, str(OLD_FORMAT)) == (ReencodeReason.OLD_FORMAT, "message format v0/v1")
+
+
 @settings(max_examples=40, deadline=None)
 @given(records_st, codec_st, st.data())
 def test_reencode_drops_records_before_the_start_and_closes_offset_gaps(
@@ -281,7 +305,7 @@ def _fetcher(start: int = 0) -> RawFetcher:
         partition_max_bytes=1 << 20,
         max_wait_ms=10,
     )
-    fetcher.assign({("orders", 3): start})
+    fetcher.assign({SourcePartition("orders", 3): start})
     return fetcher
 
 
@@ -290,10 +314,10 @@ def test_a_corrupt_source_batch_is_never_queued_and_fails_the_task_naming_it() -
     bad = build([(b"k", b"v" * 50, [], 1)] * 3, 3, base_offset=3)
     bad[-1] ^= 0x01
     fetcher = _fetcher()
-    part = fetcher._parts[("orders", 3)]
+    part = fetcher._parts[SourcePartition("orders", 3)]
     with pytest.raises(TaskFailure, match=r"source partition orders-3: corrupt batch, not mirrored: batch at offset 3"):
-        fetcher._take_response(("orders", 3), part, _fetch_response(bytes(good + bad)))
-    queued = list(iter(partial(fetcher.pop, ("orders", 3)), None))
+        fetcher._take_response(SourcePartition("orders", 3), part, _fetch_response(bytes(good + bad)))
+    queued = list(iter(partial(fetcher.pop, SourcePartition("orders", 3)), None))
     assert [item.next_offset for item in queued] == [3], "only the batch before the corrupt one was queued"
 
 
@@ -302,9 +326,11 @@ def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_
     aborted = build([(b"b", b"2", [], 1)] * 2, 0, base_offset=2, attributes_extra=TRANSACTIONAL, producer=(6, 0, 0))
     marker = _marker_batch(6, 4)
     fetcher = _fetcher(start=1)  # starts inside the first batch
-    part = fetcher._parts[("orders", 3)]
-    fetcher._take_response(("orders", 3), part, _fetch_response(bytes(committed + aborted + marker), [(6, 2)]))
-    items = list(iter(partial(fetcher.pop, ("orders", 3)), None))
+    part = fetcher._parts[SourcePartition("orders", 3)]
+    fetcher._take_response(
+        SourcePartition("orders", 3), part, _fetch_response(bytes(committed + aborted + marker), [(6, 2)])
+    )
+    items = list(iter(partial(fetcher.pop, SourcePartition("orders", 3)), None))
     assert [(i.batch is not None, i.start, i.next_offset) for i in items] == [
         (True, 1, 2),
         (False, 2, 4),
@@ -319,9 +345,11 @@ def test_an_abort_marker_before_the_start_still_ends_its_transaction() -> None:
     later = build([(b"c", b"3", [], 1)], 0, base_offset=5, attributes_extra=TRANSACTIONAL, producer=(6, 0, 2))
     fetcher = _fetcher(start=5)  # the fetch returns the partition from offset 2, as brokers do
     fetcher._take_response(
-        ("orders", 3), fetcher._parts[("orders", 3)], _fetch_response(bytes(aborted + marker + later), [(6, 2)])
+        SourcePartition("orders", 3),
+        fetcher._parts[SourcePartition("orders", 3)],
+        _fetch_response(bytes(aborted + marker + later), [(6, 2)]),
     )
-    items = list(iter(partial(fetcher.pop, ("orders", 3)), None))
+    items = list(iter(partial(fetcher.pop, SourcePartition("orders", 3)), None))
     assert [(i.batch is not None, i.next_offset) for i in items] == [(True, 6)], "the committed batch is kept"
 
 
@@ -351,7 +379,7 @@ def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_b
         partition_max_bytes=1 << 20,
         max_wait_ms=10,
     )
-    tp = ("orders", 3)
+    tp = SourcePartition("orders", 3)
     fetcher.assign({tp: 1000})
     fetcher.fill()
     assert len(wire.sent) == 1

@@ -1,0 +1,169 @@
+"""The cycle both modes share: consume -> produce -> offsets -> commit, or abort and rewind.
+
+Between cycles the shadow group is served (rebalances happen there, never inside a cycle). A cycle
+copies what the data path has until ``transaction.max.bytes`` or ``transaction.boundary.interval.ms``
+is reached, then commits the records and the next source offsets together; the offsets go with the
+group metadata of the generation that owned the cycle's partitions, so a stale owner is fenced
+(KIP-447). An aborted cycle rewinds every partition to its committed offset: nothing is committed half.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from connectors.ownership import Ownership
+from connectors.task_run import TaskRun
+from connectors.topic_provisioner import TopicMapping
+from mirror_sink.core.errors import AbortCycle, TaskFailure
+from mirror_sink.core.partitions import SourcePartition
+
+_PROGRESS_INTERVAL_S = 30.0
+
+
+@dataclass
+class TaskCounters:
+    """What the task has done, for progress logs and status."""
+
+    records: int = 0
+    bytes: int = 0
+    commits: int = 0
+    aborts: int = 0
+
+
+class Cycle:
+    """Runs one run's cycles until asked to stop; a graceful stop commits the open cycle."""
+
+    def __init__(self, run: TaskRun, ownership: Ownership, counters: TaskCounters) -> None:
+        self.run = run
+        self.ownership = ownership
+        self.counters = counters
+        self.log = run.log
+        self.committer = run.committer
+        self.path = run.path
+        self._cycle_bytes = 0
+        self._next_commit_at = 0.0
+        self._aborting_since: float | None = None
+
+    def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
+        """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
+        cfg = self.run.config
+        own = self.ownership
+        interval_s = cfg.transaction_interval_ms / 1000
+        lag_interval_s = cfg.source_group_commit_interval_ms / 1000
+        next_lag_commit = time.monotonic() + lag_interval_s
+        next_progress = time.monotonic() + _PROGRESS_INTERVAL_S
+        while not stop.is_set():
+            now = time.monotonic()
+            if not self.committer.open:
+                mappings = new_mappings()
+                if mappings is not None:
+                    own.update(mappings)
+                own.serve()
+                if lag_interval_s and now >= next_lag_commit:
+                    self.commit_source_positions()
+                    next_lag_commit = now + lag_interval_s
+                if now >= next_progress:
+                    self.log_progress()
+                    next_progress = now + _PROGRESS_INTERVAL_S
+            if not own.reading:
+                own.poll(0.2) if own.mappings else stop.wait(0.2)
+                continue
+            if own.unsaved_start:
+                self._next_commit_at = 0.0  # save fallback start offsets at once
+            wait = max(0.0, min(0.1, self._next_commit_at - now))
+            try:
+                copied = self.path.copy(wait, own.target_of)
+            except AbortCycle as exc:
+                self.abort_and_rewind(str(exc))
+                continue
+            self.counters.records += copied.records
+            self._cycle_bytes += copied.bytes
+            if self._cycle_bytes >= cfg.transaction_max_bytes or time.monotonic() >= self._next_commit_at:
+                self.commit()
+                self._next_commit_at = time.monotonic() + interval_s
+        if self.committer.open:
+            self.commit()  # graceful stop: finish the cycle rather than throw it away
+        self.commit_source_positions()
+        self.log_progress()
+
+    def commit(self) -> None:
+        """Commit the open cycle (or save advanced positions), or abort it and rewind."""
+        offsets = self._offsets_to_commit()
+        if not offsets:
+            if self.committer.open:
+                raise TaskFailure("internal error: records produced but no source offset advanced")
+            return
+        own = self.ownership
+        try:
+            # Stored under the target partition: the broker refuses offsets for partitions it lacks.
+            targets = [TopicPartition(*own.reading[source], offset) for source, offset in offsets.items()]
+            self.committer.commit(targets, self.run.member, own.metadata)
+        except AbortCycle as exc:
+            self.abort_and_rewind(str(exc))
+            return
+        own.committed.update(offsets)
+        own.unsaved_start.clear()
+        self._aborting_since = None
+        self.counters.commits += 1
+        self.counters.bytes += self._cycle_bytes
+        self._cycle_bytes = 0
+
+    def _offsets_to_commit(self) -> dict[SourcePartition, int]:
+        """The next source offset of every partition that moved on (or whose start is unsaved).
+
+        The source position is past every record returned and also past control records and
+        aborted batches, so committing it lets the shadow group reach the source's end offsets exactly.
+        """
+        own = self.ownership
+        positions = self.path.positions({tp: own.committed[tp] for tp in own.reading})
+        return {
+            tp: position
+            for tp, position in positions.items()
+            if position > own.committed[tp] or tp in own.unsaved_start
+        }
+
+    def abort_and_rewind(self, reason: str) -> None:
+        """Abort the cycle and read again from the committed offsets; fail when aborts never stop."""
+        self.counters.aborts += 1
+        now = time.monotonic()
+        self._aborting_since = self._aborting_since or now
+        self.log.warning("cycle aborted, rewinding to the committed offsets: %s", reason)
+        self.committer.abort()
+        self._cycle_bytes = 0
+        own = self.ownership
+        self.path.rewind({tp: own.committed[tp] for tp in own.reading})
+        # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
+        # transaction timeout will not.
+        give_up_s = 2 * self.run.config.transaction_timeout_ms / 1000
+        if now - self._aborting_since > give_up_s:
+            raise TaskFailure(f"every cycle aborted for {now - self._aborting_since:.0f} s; last: {reason}")
+        time.sleep(min(0.1 * (1 + now - self._aborting_since), 2.0))
+
+    def commit_source_positions(self) -> None:
+        """Informational: the committed positions into the source group, for lag tooling."""
+        own = self.ownership
+        if not own.reading or not self.run.config.source_group_commit_interval_ms:
+            return
+        offsets = [TopicPartition(tp.topic, tp.partition, own.committed[tp]) for tp in own.reading]
+        try:
+            self.run.source.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as exc:
+            self.log.debug("source group commit skipped: %s", exc)
+
+    def log_progress(self) -> None:
+        """One line of what the task has done, for operators."""
+        c = self.counters
+        self.log.info(
+            "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions; %s",
+            c.records,
+            c.bytes / 1e6,
+            c.commits,
+            c.aborts,
+            len(self.ownership.reading),
+            self.path.describe(),
+        )

@@ -1,0 +1,156 @@
+"""Which source partitions a task mirrors, and from where: decided by the shadow group on the target.
+
+The run's coordination member is subscribed to the mirrored target topics with every assigned
+partition paused (it never fetches). Owning target partition ``T-p`` means mirroring source
+partition ``S-p``. Rebalance callbacks run only inside ``poll``, which the cycle calls only between
+transactions, so a cycle never loses its partitions halfway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from confluent_kafka import Consumer, TopicPartition
+
+from connectors.start_offsets import StartOffsetResolver
+from connectors.task_run import TaskRun
+from connectors.topic_provisioner import TopicMapping
+from mirror_sink.core.errors import RecoverableTaskFailure
+from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
+
+RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
+
+
+class Ownership:
+    """The run's assignment, the source partitions it reads, and the offset committed for each."""
+
+    def __init__(self, run: TaskRun, mappings: Mapping[str, TopicMapping]) -> None:
+        self.run = run
+        self.log = run.log
+        self.resolver = StartOffsetResolver(
+            run.config, shadow=run.member, source=run.source, client_id=run.slot, log=run.log
+        )
+        self.mappings: dict[str, TopicMapping] = dict(mappings)
+        #: Source topic -> target topic, as the data paths map each record.
+        self.target_of: dict[str, str] = {m.source_topic: m.target_topic for m in self.mappings.values()}
+        self.owned: set[TargetPartition] = set()
+        #: Source partitions read now, each with the target partition it is mirrored to.
+        self.reading: dict[SourcePartition, TargetPartition] = {}
+        #: The next source offset the shadow group holds for each partition read: the rewind point.
+        self.committed: dict[SourcePartition, int] = {}
+        #: Start offsets chosen by the fallback that no commit has saved yet.
+        self.unsaved_start: set[SourcePartition] = set()
+        #: The member's group metadata when ownership was last confirmed: it fences the next commit.
+        self.metadata: object = None
+        self._callback_error: Exception | None = None
+
+    # -- membership ---------------------------------------------------------------------------
+    def subscribe(self) -> None:
+        """Join the shadow group for the mapped target topics (nothing to join without topics)."""
+        topics = sorted(self.mappings)
+        if not topics:
+            self.log.warning("no topics to mirror yet; waiting for the connector to find some")
+            return
+        self.run.member.subscribe(
+            topics,
+            on_assign=self._guarded(self._on_assign),
+            on_revoke=self._guarded(self._on_revoke),
+            on_lost=self._guarded(self._on_lost),
+        )
+        self.log.info("joined shadow group %s for %d target topics", self.run.config.shadow_group_id, len(topics))
+
+    def update(self, mappings: Mapping[str, TopicMapping]) -> None:
+        """New topic mappings from the connector (between cycles): resubscribe if the topics changed."""
+        if dict(mappings) == self.mappings:
+            return
+        resubscribe = set(mappings) != set(self.mappings)
+        self.mappings = dict(mappings)
+        self.target_of = {m.source_topic: m.target_topic for m in self.mappings.values()}
+        if resubscribe:
+            self.subscribe()
+        self._sync_reading()
+
+    def serve(self) -> None:
+        """Serve the group between cycles, then note the generation that owns the next cycle's reads."""
+        self.poll(0)
+        self.metadata = self.run.member.consumer_group_metadata()
+
+    def poll(self, timeout: float) -> None:
+        """Poll the member: rebalance callbacks run here, and a callback's failure is raised here."""
+        msg = self.run.member.poll(timeout)
+        if self._callback_error is not None:
+            error, self._callback_error = self._callback_error, None
+            raise error
+        err = msg.error() if msg is not None else None
+        if err is not None:
+            if err.fatal():
+                raise RecoverableTaskFailure(f"shadow group member failed: {err.str()}")
+            self.log.warning("shadow group member: %s", err.str())
+
+    # -- group callbacks (inside poll) ----------------------------------------------------------
+    def _guarded(self, callback: RebalanceCallback) -> RebalanceCallback:
+        """Keep a callback's exception for ``poll`` to raise: through librdkafka's C layer it would
+        come out as a non-Exception object that no handler catches."""
+
+        def run(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            if self.run.closing:
+                # close() serves the member's revocation (from another thread): the run is over,
+                # its state is never touched again.
+                return
+            try:
+                callback(consumer, partitions)
+            except Exception as exc:
+                self._callback_error = self._callback_error or exc
+
+        return run
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.assign(partitions)
+        if partitions:
+            consumer.pause(partitions)  # ownership only: this member never fetches the target
+        self.owned = {TargetPartition(tp.topic, tp.partition) for tp in partitions}
+        self.log.info("assigned %d target partitions: %s", len(partitions), fmt_partitions(self.owned))
+        self._sync_reading()
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._give_up(partitions, "revoked")
+        consumer.unassign()
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.log.warning("group membership lost (session expired?); dropping %d partitions", len(partitions))
+        self._give_up(partitions, "lost")
+        consumer.unassign()
+
+    def _give_up(self, partitions: list[TopicPartition], why: str) -> None:
+        if self.run.committer.open:
+            # Only reachable from close() after a failure: a cycle is never open while the group is served.
+            self.run.committer.abort()
+        self.owned -= {TargetPartition(tp.topic, tp.partition) for tp in partitions}
+        self.log.info("%s %d target partitions", why, len(partitions))
+        self._sync_reading()
+
+    # -- what to read, and from where -----------------------------------------------------------
+    def _sync_reading(self) -> None:
+        """Make the source assignment match the owned target partitions that exist on the source."""
+        desired: dict[SourcePartition, TargetPartition] = {}
+        for target in self.owned:
+            mapping = self.mappings.get(target.topic)
+            if mapping is not None and target.partition < mapping.source_partitions:
+                desired[SourcePartition(mapping.source_topic, target.partition)] = target
+        removed = [tp for tp in self.reading if tp not in desired]
+        if removed:
+            self.run.path.unassign(removed)
+            for tp in removed:
+                del self.reading[tp]
+                self.committed.pop(tp, None)
+                self.unsaved_start.discard(tp)
+        added = {source: target for source, target in desired.items() if source not in self.reading}
+        if not added:
+            return
+        starts = self.resolver.resolve({target: source for source, target in added.items()})
+        self.run.path.assign(starts.offsets)
+        self.reading.update(added)
+        self.committed.update(starts.offsets)
+        # Saved by the next commit, so a restart cannot resolve "latest" again.
+        self.unsaved_start |= starts.unsaved
+        self.log.info("reading %d source partitions from %s", len(added), fmt_offsets(starts.offsets))

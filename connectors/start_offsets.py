@@ -1,0 +1,110 @@
+"""Where mirroring of a source partition starts, for the worker's tasks and the Spark planner alike.
+
+The shadow group on the target holds the next source offset of every mirrored partition, under the
+target partition (``T-p`` holds the position of ``S-p``). It is read stable (``require_stable``): a
+transaction still open on it is waited out, never mistaken for "no offset". Where the group holds
+nothing, ``offset.fallback`` decides: ``earliest`` / ``latest`` resolve to a real offset now (so a
+restart cannot resolve "latest" again and skip what came between), and ``source-group`` copies the
+committed offsets of a source group once (KIP-656's one-time sync), falling back to earliest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from mirror_sink.core import clients
+from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
+from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
+from mirror_sink.core.retry import retry_call
+from mirror_sink.core.stable_offsets import read_stable_offsets
+
+Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+#: How long a source partition's offsets may stay unreadable (a partition added moments ago).
+_WATERMARK_DEADLINE_S = 30.0
+_SOURCE_GROUP_DEADLINE_S = 60.0
+
+
+@dataclass(frozen=True)
+class StartOffsets:
+    """Resolved start offsets, and which of them the shadow group does not hold yet."""
+
+    offsets: dict[SourcePartition, int]
+    unsaved: frozenset[SourcePartition]
+
+
+class StartOffsetResolver:
+    """Resolves start offsets with the clients of its caller (a task's run, or the Spark planner).
+
+    ``shadow`` is a read_committed consumer in the shadow group on the target (a task passes its
+    coordination member); ``source`` is a read_committed consumer on the source, for watermarks.
+    """
+
+    def __init__(
+        self, config: MirrorSinkConfig, *, shadow: Consumer, source: Consumer, client_id: str, log: Log
+    ) -> None:
+        self.config = config
+        self.shadow = shadow
+        self.source = source
+        self.client_id = client_id
+        self.log = log
+
+    def resolve(self, pairs: Mapping[TargetPartition, SourcePartition]) -> StartOffsets:
+        """The start offset of each source partition in ``pairs`` (keyed by its target partition)."""
+        stored = read_stable_offsets(self.shadow, pairs, give_up_after_s=self.config.transaction_timeout_ms / 1000 + 30)
+        offsets: dict[SourcePartition, int] = {}
+        missing: list[SourcePartition] = []
+        for target, source in pairs.items():
+            offset = stored.get(target)
+            if offset is None:
+                missing.append(source)
+            else:
+                offsets[source] = offset
+        if missing:
+            offsets.update(self._fallback(missing))
+        return StartOffsets(offsets, frozenset(missing))
+
+    def _fallback(self, partitions: list[SourcePartition]) -> dict[SourcePartition, int]:
+        fallback = self.config.offset_fallback
+        out: dict[SourcePartition, int] = {}
+        todo = list(partitions)
+        if fallback is OffsetFallback.SOURCE_GROUP:
+            group = self.config.offset_fallback_group_id
+            reader = clients.source_consumer(self.config.source_consumer(), group, f"{self.client_id}-copy")
+            try:
+                copied = read_stable_offsets(reader, todo, give_up_after_s=_SOURCE_GROUP_DEADLINE_S)
+            finally:
+                reader.close()
+            out.update({SourcePartition(*tp): offset for tp, offset in copied.items() if offset is not None})
+            todo = [tp for tp in todo if tp not in out]
+            if out:
+                self.log.info("copied start offsets once from source group %s: %s", group, fmt_offsets(out))
+        for tp in todo:
+            low, high = self.watermarks(tp)
+            out[tp] = high if fallback is OffsetFallback.LATEST else low
+        if todo:
+            self.log.info("no stored offsets for %s; starting at %s", fmt_partitions(todo), fallback.value)
+        return out
+
+    def watermarks(self, tp: SourcePartition) -> tuple[int, int]:
+        """Log start and last stable offset (the consumer is read_committed) of a source partition."""
+
+        def read() -> tuple[int, int]:
+            try:
+                low, high = self.source.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+                return int(low), int(high)
+            except KafkaException as exc:
+                # A partition added moments ago is missing from the consumer's cached metadata until
+                # the next refresh, minutes away: ask for it now.
+                self.source.list_topics(tp.topic, timeout=10)
+                raise Retriable(str(exc)) from exc
+
+        try:
+            return retry_call(read, f"offsets of {tp}", deadline_s=_WATERMARK_DEADLINE_S, max_delay_s=0.2)
+        except Retriable as exc:
+            raise RecoverableTaskFailure(f"cannot read the offsets of source partition {tp}: {exc}") from exc

@@ -1,0 +1,124 @@
+"""One run of a task: every client it uses, opened together and closed together.
+
+A task replaces all of its clients when one of them becomes unusable (``RecoverableTaskFailure``);
+a run is that set: the source consumer, the data path (raw or record mode, with its producer and
+committer) and the coordination member of the shadow group on the target.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+
+from confluent_kafka import Consumer
+
+from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig
+from mirror_sink.core import clients
+from mirror_sink.core.bounded import call_bounded
+from mirror_sink.core.data_path import Committer, DataPath
+from mirror_sink.raw.raw_path import RawPath
+from mirror_sink.raw.wire import RawUnsupported, unsupported
+from mirror_sink.record.committers import DeliveryTracker
+from mirror_sink.record.record_path import RecordPath
+
+Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+_CLOSE_LIMIT_S = 30.0
+
+
+class TaskRun:
+    """The clients of one run of a task slot, built whole here and released by ``close``."""
+
+    def __init__(self, config: MirrorSinkConfig, slot: str, log: Log) -> None:
+        self.config = config
+        self.slot = slot
+        self.log = log
+        #: Set first thing in ``close``: group callbacks that ``close`` serves must not touch task state.
+        self.closing = False
+        self.transactional_id = slot if config.transaction_producer else None
+        # Built whole or not at all: what opened before a failure is closed again.
+        with ExitStack() as undo:
+            # The source consumer reads in record mode; in raw mode it only answers offset queries
+            # and takes the informational source-group commits.
+            self.source: Consumer = clients.source_consumer(
+                config.source_consumer(), config.source_group_id, client_id=f"{slot}-source"
+            )
+            undo.callback(self._close_consumer, "source", self.source)
+            self.mode, self.path = self._open_path()
+            undo.callback(self.path.close)
+            self.member: Consumer = clients.coordination_consumer(
+                config.target_consumer(), config.shadow_group_id, client_id=f"{slot}-member"
+            )
+            undo.pop_all()
+        self.committer: Committer = self.path.committer
+        guarantee = (
+            f"exactly-once, transactional.id {self.transactional_id}"
+            if self.transactional_id
+            else "at-least-once (idempotent producer)"
+        )
+        self.log.info("starting in %s mode, %s", self.mode, guarantee)
+
+    def _open_path(self) -> tuple[str, DataPath]:
+        """Raw mode where the clusters and client settings allow it (or it is asked for), else record."""
+        cfg = self.config
+        if cfg.mirror_mode is not MirrorMode.RECORD:
+            blockers = unsupported(cfg.source_consumer()) + unsupported(cfg.target_producer())
+            try:
+                if blockers:
+                    raise RawUnsupported(f"the raw path's client cannot honour {', '.join(blockers)}")
+                return "raw", RawPath(
+                    source_props=cfg.source_consumer(),
+                    target_props=cfg.target_producer(),
+                    target_admin_props=cfg.target_admin(),
+                    client_id=self.slot,
+                    transactional_id=self.transactional_id,
+                    transaction_timeout_ms=cfg.transaction_timeout_ms,
+                    group_id=cfg.shadow_group_id,
+                    memory_bytes=cfg.buffer_memory,
+                    chunk_bytes=max(cfg.transaction_max_bytes // 4, 1),
+                    log=self.log,
+                )
+            except RawUnsupported as exc:
+                if cfg.mirror_mode is MirrorMode.RAW:
+                    raise
+                self.log.warning("mirror.mode=auto falls back to record mode: %s", exc)
+        deliveries = DeliveryTracker()
+        producer = clients.target_producer(
+            {**cfg.target_producer(), "on_delivery": deliveries},
+            client_id=f"{self.slot}-producer",
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=cfg.transaction_timeout_ms,
+        )
+        return "record", RecordPath(
+            self.source,
+            producer=producer,
+            deliveries=deliveries,
+            transactional=self.transactional_id is not None,
+            timeout_s=cfg.transaction_timeout_ms / 1000,
+            log=self.log,
+        )
+
+    def abort_quietly(self) -> None:
+        """After a failure: abort the open cycle if there is one; the broker aborts it on timeout otherwise."""
+        if self.committer.open:
+            try:
+                self.committer.abort()
+            except Exception as exc:
+                self.log.warning("abort after failure did not complete: %s (the broker aborts it on timeout)", exc)
+
+    def close(self, *, abandon_producer: bool = False) -> None:
+        """Close the consumers (bounded: a close can hang on a vanished coordinator) and the data path.
+
+        ``abandon_producer`` keeps a replaced librdkafka producer alive but unused: a call may still
+        be blocked in it, and destroying it under that call would crash the process.
+        """
+        self.closing = True
+        self._close_consumer("member", self.member)
+        self._close_consumer("source", self.source)
+        self.path.close(abandon=abandon_producer)
+
+    def _close_consumer(self, name: str, consumer: Consumer) -> None:
+        try:
+            call_bounded(f"closing the {name} consumer", consumer.close, _CLOSE_LIMIT_S)
+        except Exception as exc:
+            self.log.warning("closing the %s consumer: %s", name, exc)

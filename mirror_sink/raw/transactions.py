@@ -1,0 +1,284 @@
+"""The raw producer's transaction-coordinator client: the requests around the Produce pipeline.
+
+    InitProducerId (fences an older holder of the transactional.id, aborts its open transaction);
+    per cycle: AddPartitionsToTxn before a partition's first Produce; AddOffsetsToTxn and
+    TxnOffsetCommit with the owning member's generation (KIP-447 fencing); EndTxn.
+
+Each request is retried under the one retry policy while the coordinator loads, moves or is busy,
+up to the transaction timeout. What an error code means decides what the caller sees: a fenced
+epoch is a RecoverableTaskFailure (new clients), a rebalanced group an AbortCycle, anything no
+retry can fix a TaskFailure.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from confluent_kafka import TopicPartition
+from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
+
+from mirror_sink.core.error_codes import COORDINATOR_MOVED, FENCED, NOT_OWNER, RETRIABLE, KafkaErrorCode
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.retry import TryAgain, retry_or_give_up
+from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
+
+log = logging.getLogger(__name__)
+
+#: OPERATION_NOT_ATTEMPTED: AddPartitionsToTxn's answer for the partitions it skipped after another
+#: partition's error (not named in KafkaErrorCode; that other error is the one that counts).
+_OPERATION_NOT_ATTEMPTED = 55
+#: Backoff between attempts: coordinator moves and concurrent transactions clear up quickly.
+_FIRST_DELAY_S = 0.02
+_MAX_DELAY_S = 0.5
+
+
+def parse_group_metadata(metadata: bytes) -> tuple[int, str, str | None]:
+    """(generation, member id, group instance id) from librdkafka's consumer_group_metadata().
+
+    Its serialized form is ``b"CGMDv2:"``, the generation as a host-order int32, then the group
+    id, member id and (unless a null flag is set) the group instance id, each NUL-terminated.
+    """
+    if not metadata.startswith(b"CGMDv2:"):
+        raise TaskFailure(f"unknown consumer group metadata format {metadata[:8]!r} from librdkafka")
+    (generation,) = struct.unpack_from("=i", metadata, 7)
+    _group, member, rest = metadata[11:].split(b"\0", 2)
+    instance = None if rest[:1] != b"\0" else rest[1:].split(b"\0", 1)[0].decode()
+    return generation, member.decode(), instance
+
+
+def _first_error(codes: Iterable[int], besides: int | None = None) -> int:
+    """The first of a response's per-partition codes that is an error (not NONE, not ``besides``), else the first."""
+    return int(max(codes, key=lambda c: c not in (KafkaErrorCode.NONE, besides)))
+
+
+class TransactionClient:
+    """The producer id and epoch of one task's target producer, and its open transaction's contents.
+
+    Without a transactional.id it only takes an idempotent producer id (at least once); the
+    transaction requests are then never sent.
+    """
+
+    def __init__(
+        self, wire: WireClient, *, transactional_id: str | None, transaction_timeout_ms: int, group_id: str
+    ) -> None:
+        self.wire = wire
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.group_id = group_id
+        self.producer_id = -1
+        self.epoch = -1
+        #: Target partitions added to the open transaction (AddPartitionsToTxn).
+        self.partitions: set[TargetPartition] = set()
+        #: The shadow group was added to the open transaction (AddOffsetsToTxn).
+        self.offsets_added = False
+        self._txn_node: NodeId | None = None
+        self._group_node: NodeId | None = None
+        self._end_txn_version = wire.negotiate(EndTxnRequest, 3, 4)
+        for request, version in (
+            (InitProducerIdRequest, 4),
+            (AddPartitionsToTxnRequest, 3),  # v4+ is broker to broker
+            (AddOffsetsToTxnRequest, 3),
+            (TxnOffsetCommitRequest, 3),
+            (FindCoordinatorRequest, 4),
+        ):
+            wire.negotiate(request, version, version)
+
+    @property
+    def transactional(self) -> bool:
+        """Exactly once (a transactional.id) or at least once (idempotent only)."""
+        return self.transactional_id is not None
+
+    @property
+    def in_transaction(self) -> bool:
+        """True once the coordinator holds something of this cycle (partitions or the group's offsets)."""
+        return bool(self.partitions) or self.offsets_added
+
+    def forget_transaction(self) -> None:
+        """The transaction ended (committed or aborted): the next cycle registers its contents anew."""
+        self.partitions = set()
+        self.offsets_added = False
+
+    def init_producer_id(self) -> None:
+        """A new producer id or epoch; an older holder of the transactional.id is fenced."""
+        response = self._request(
+            "InitProducerId",
+            "InitProducerId",
+            self._txn_coordinator if self.transactional else self.wire.any_node,
+            lambda: InitProducerIdRequest(
+                version=4,
+                transactional_id=self.transactional_id,
+                transaction_timeout_ms=self.transaction_timeout_ms,
+                producer_id=-1,
+                producer_epoch=-1,
+            ),
+            lambda r: int(r.error_code),
+        )
+        self.producer_id, self.epoch = response.producer_id, response.producer_epoch
+        log.info(
+            "producer %s has producer id %d epoch %d",
+            self.transactional_id or "(idempotent)",
+            self.producer_id,
+            self.epoch,
+        )
+
+    def add_partitions(self, tps: Iterable[TargetPartition]) -> None:
+        """Register partitions with the transaction before their first Produce (one request for many)."""
+        if not self.transactional:
+            return
+        todo = [tp for tp in tps if tp not in self.partitions]
+        if not todo:
+            return
+        a = AddPartitionsToTxnRequest
+        topics: dict[str, list[int]] = {}
+        for tp in todo:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+
+        self._request(
+            f"AddPartitionsToTxn for {len(todo)} partitions",
+            "AddPartitionsToTxn",
+            self._txn_coordinator,
+            lambda: a(
+                version=3,
+                v3_and_below_transactional_id=self.transactional_id,
+                v3_and_below_producer_id=self.producer_id,
+                v3_and_below_producer_epoch=self.epoch,
+                v3_and_below_topics=[a.AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in topics.items()],
+            ),
+            # OPERATION_NOT_ATTEMPTED only follows another partition's error: report that one.
+            lambda r: _first_error(
+                (x.partition_error_code for t in r.results_by_topic_v3_and_below for x in t.results_by_partition),
+                besides=_OPERATION_NOT_ATTEMPTED,
+            ),
+        )
+        self.partitions.update(todo)
+
+    def send_offsets(self, offsets: list[TopicPartition], metadata: object) -> None:
+        """Put the shadow group's next ``offsets`` in the transaction, fenced by ``metadata``'s generation."""
+        generation, member_id, instance_id = parse_group_metadata(metadata)  # type: ignore[arg-type]
+        if not self.offsets_added:
+            self._add_offsets()
+        t = TxnOffsetCommitRequest
+        topics: dict[str, list[Any]] = {}
+        for tp in offsets:
+            topics.setdefault(tp.topic, []).append(
+                t.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition(
+                    partition_index=tp.partition,
+                    committed_offset=tp.offset,
+                    committed_leader_epoch=-1,
+                    committed_metadata="",
+                )
+            )
+        self._request(
+            f"TxnOffsetCommit to group {self.group_id}",
+            "TxnOffsetCommit",
+            self._group_coordinator,
+            lambda: t(
+                version=3,
+                transactional_id=self.transactional_id,
+                group_id=self.group_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.epoch,
+                generation_id=generation,
+                member_id=member_id,
+                group_instance_id=instance_id,
+                topics=[t.TxnOffsetCommitRequestTopic(name=n, partitions=ps) for n, ps in topics.items()],
+            ),
+            lambda r: _first_error(p.error_code for x in r.topics for p in x.partitions),
+        )
+
+    def _add_offsets(self) -> None:
+        self._request(
+            "AddOffsetsToTxn",
+            "AddOffsetsToTxn",
+            self._txn_coordinator,
+            lambda: AddOffsetsToTxnRequest(
+                version=3,
+                transactional_id=self.transactional_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.epoch,
+                group_id=self.group_id,
+            ),
+            lambda r: int(r.error_code),
+        )
+        self.offsets_added = True
+
+    def end(self, *, commit: bool) -> None:
+        """EndTxn: commit or abort the open transaction."""
+        self._request(
+            "commit" if commit else "abort",
+            "EndTxn",
+            self._txn_coordinator,
+            lambda: EndTxnRequest(
+                version=self._end_txn_version,
+                transactional_id=self.transactional_id,
+                producer_id=self.producer_id,
+                producer_epoch=self.epoch,
+                committed=commit,
+            ),
+            lambda r: int(r.error_code),
+        )
+
+    def _txn_coordinator(self) -> NodeId:
+        if self._txn_node is None:
+            self._txn_node = self.wire.coordinator(str(self.transactional_id), COORDINATOR_TRANSACTION)
+        return self._txn_node
+
+    def _group_coordinator(self) -> NodeId:
+        if self._group_node is None:
+            self._group_node = self.wire.coordinator(self.group_id, COORDINATOR_GROUP)
+        return self._group_node
+
+    def _request(
+        self,
+        what: str,
+        api: str,
+        node: Callable[[], NodeId],
+        request: Callable[[], Any],
+        error_of: Callable[[Any], int],
+    ) -> Any:
+        """Send ``request()`` to ``node()`` until ``error_of`` its response is NONE, within the transaction timeout.
+
+        Coordinator moves, concurrent transactions and failed connections are retried (the
+        coordinators looked up again); a fenced epoch, a rebalanced group or any other error ends it.
+        """
+
+        def attempt() -> Any:
+            try:
+                response = self.wire.call(node(), request(), api)
+            except RecoverableTaskFailure as exc:  # a connection failed (a coordinator's broker went away?)
+                self._txn_node = self._group_node = None  # look again
+                raise TryAgain(str(exc), give_up=exc) from exc
+            code = error_of(response)
+            if code == KafkaErrorCode.NONE:
+                return response
+            detail = f"{what} for {self.transactional_id or 'the idempotent producer'}: {error_name(code)}"
+            if code in FENCED:
+                raise RecoverableTaskFailure(f"fenced: {detail}")
+            if code in NOT_OWNER:
+                raise AbortCycle(f"{detail} (this task no longer owns the partitions)")
+            if code not in RETRIABLE:
+                raise TaskFailure(detail)
+            if code in COORDINATOR_MOVED:
+                self._txn_node = self._group_node = None
+            raise TryAgain(
+                detail, give_up=RecoverableTaskFailure(f"{detail}, still after {self.transaction_timeout_ms} ms")
+            )
+
+        return retry_or_give_up(
+            attempt,
+            what,
+            deadline_s=self.transaction_timeout_ms / 1000,
+            first_delay_s=_FIRST_DELAY_S,
+            max_delay_s=_MAX_DELAY_S,
+        )

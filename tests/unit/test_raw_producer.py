@@ -1,0 +1,328 @@
+"""Raw mode's producer side without a broker: the transaction client, the produce pipeline, the committer."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+from kafka.future import Future
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.raw.batches import parse_header
+from mirror_sink.raw.committer import RawCommitter
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.producer import ProducePipeline
+from mirror_sink.raw.transactions import TransactionClient
+from mirror_sink.raw.wire import NodeId
+
+#: librdkafka's group metadata for generation 3, member "m-1", no group instance id.
+METADATA = b"CGMDv2:" + struct.pack("=i", 3) + b"shadow\0m-1\0\x01"
+T0 = TargetPartition("orders.copy", 0)
+T1 = TargetPartition("orders.copy", 1)
+
+Answer = Any | Exception
+
+
+class FakeWire:
+    """The target cluster: canned answers per API for blocking calls, futures for Produce requests."""
+
+    def __init__(self, **answers: Iterator[Answer]) -> None:
+        self.answers = answers
+        self.calls: list[tuple[NodeId, str, Any]] = []
+        self.produced: list[tuple[NodeId, Any, Future]] = []
+        self.lookups = 0
+        self.metadata_refreshes = 0
+
+    def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
+        return highest
+
+    def call(self, node: NodeId, request: Any, what: str, timeout_s: float = 30.0) -> Any:
+        self.calls.append((node, what, request))
+        answer = next(self.answers[what])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def coordinator(self, key: str, key_type: int, timeout_s: float = 60.0) -> int:
+        self.lookups += 1
+        return 7
+
+    def any_node(self) -> NodeId:
+        return "bootstrap-0"
+
+    def leader(self, topic: str, partition: int) -> int:
+        return partition % 2 + 1  # partitions 0 and 1 on different brokers
+
+    def ready(self, node: NodeId) -> bool:
+        return True
+
+    def send(self, node: NodeId, request: Any) -> Future:
+        future = Future()
+        self.produced.append((node, request, future))
+        return future
+
+    def poll(self, timeout_s: float) -> None:
+        for _, request, future in self.produced:
+            if not future.is_done:
+                future.success(_produce_response(request, 0))
+
+    def refresh_metadata(self) -> None:
+        self.metadata_refreshes += 1
+
+    def apis(self) -> list[str]:
+        return [what for _, what, _ in self.calls]
+
+
+def _code(code: int, **fields: Any) -> SimpleNamespace:
+    return SimpleNamespace(error_code=code, **fields)
+
+
+def _always(answer: Answer) -> Iterator[Answer]:
+    return itertools.repeat(answer)
+
+
+def _partitions_added(*codes: int) -> SimpleNamespace:
+    partitions = [SimpleNamespace(partition_error_code=c) for c in codes]
+    return SimpleNamespace(results_by_topic_v3_and_below=[SimpleNamespace(results_by_partition=partitions)])
+
+
+def _produce_response(request: Any, code: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        responses=[
+            SimpleNamespace(
+                name=t.name,
+                partition_responses=[
+                    SimpleNamespace(index=p.index, error_code=code, error_message=None) for p in t.partition_data
+                ],
+            )
+            for t in request.topic_data
+        ]
+    )
+
+
+def _client(wire: FakeWire, transactional_id: str | None = "tx-1", timeout_ms: int = 10_000) -> TransactionClient:
+    return TransactionClient(
+        wire,  # type: ignore[arg-type]
+        transactional_id=transactional_id,
+        transaction_timeout_ms=timeout_ms,
+        group_id="shadow",
+    )
+
+
+def _batch(records: int) -> memoryview:
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=10**6)
+    for i in range(records):
+        builder.append(i, 1_700_000_000_000, b"k", b"v" * 10, [])
+    return memoryview(bytearray(builder.build()))
+
+
+def _raw(
+    transactional_id: str | None = "tx-1", **answers: Iterator[Answer]
+) -> tuple[FakeWire, RawCommitter, ProducePipeline, MemoryBudget]:
+    wire = FakeWire(InitProducerId=iter(_code(0, producer_id=40 + i, producer_epoch=i) for i in itertools.count()))
+    wire.answers.update(answers)
+    budget = MemoryBudget(1 << 20)
+    txn = _client(wire, transactional_id)
+    pipeline = ProducePipeline(wire, txn, budget, request_max_bytes=1 << 20)  # type: ignore[arg-type]
+    committer = RawCommitter(txn, pipeline)
+    committer.start()
+    return wire, committer, pipeline, budget
+
+
+# -- the transaction client -------------------------------------------------------------------------
+def test_a_moved_coordinator_is_looked_up_again_and_the_request_retried() -> None:
+    wire = FakeWire(InitProducerId=iter([_code(16), _code(0, producer_id=5, producer_epoch=2)]))  # NOT_COORDINATOR
+    txn = _client(wire)
+    txn.init_producer_id()
+    assert (txn.producer_id, txn.epoch) == (5, 2)
+    assert wire.lookups == 2, "the coordinator was forgotten after NOT_COORDINATOR"
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "message"),
+    [
+        (47, RecoverableTaskFailure, r"^fenced: commit for tx-1: INVALID_PRODUCER_EPOCH \(47\)$"),
+        (90, RecoverableTaskFailure, r"^fenced: commit for tx-1: PRODUCER_FENCED \(90\)$"),
+        (22, AbortCycle, r"^commit for tx-1: ILLEGAL_GENERATION \(22\) \(this task no longer owns the partitions\)$"),
+        (87, TaskFailure, r"^commit for tx-1: INVALID_RECORD \(87\)$"),
+    ],
+)
+def test_coordinator_errors_end_the_request_as_the_task_s_error_classes(
+    code: int, error: type[Exception], message: str
+) -> None:
+    wire = FakeWire(EndTxn=_always(_code(code)))
+    with pytest.raises(error, match=message) as raised:
+        _client(wire).end(commit=True)
+    assert type(raised.value) is error
+    assert wire.apis() == ["EndTxn"], "not retried"
+
+
+def test_a_retriable_error_past_the_transaction_timeout_gives_up_recoverably() -> None:
+    wire = FakeWire(EndTxn=_always(_code(51)))  # CONCURRENT_TRANSACTIONS
+    with pytest.raises(
+        RecoverableTaskFailure, match=r"^abort for tx-1: CONCURRENT_TRANSACTIONS \(51\), still after 200 ms$"
+    ):
+        _client(wire, timeout_ms=200).end(commit=False)
+    assert len(wire.calls) > 2
+
+
+def test_a_failed_connection_is_retried_with_fresh_coordinators_then_raised_as_it_was() -> None:
+    down = RecoverableTaskFailure("EndTxn on the target cluster failed: connection refused")
+    wire = FakeWire(EndTxn=_always(down))
+    with pytest.raises(RecoverableTaskFailure) as raised:
+        _client(wire, timeout_ms=200).end(commit=True)
+    assert raised.value is down
+    assert wire.lookups == len(wire.calls) > 2, "every attempt looked the coordinator up again"
+
+
+def test_add_partitions_registers_new_partitions_once_and_names_the_real_error() -> None:
+    wire = FakeWire(AddPartitionsToTxn=iter([_partitions_added(0, 0), _partitions_added(55, 87)]))
+    txn = _client(wire)
+    txn.add_partitions([T0, T1])
+    txn.add_partitions([T1, T0])
+    assert wire.apis() == ["AddPartitionsToTxn"] and txn.partitions == {T0, T1} and txn.in_transaction
+    with pytest.raises(TaskFailure, match=r"AddPartitionsToTxn for 1 partitions for tx-1: INVALID_RECORD \(87\)"):
+        txn.add_partitions([TargetPartition("other", 0)])
+    txn.forget_transaction()
+    assert not txn.in_transaction
+
+
+def test_an_idempotent_producer_sends_no_transaction_requests() -> None:
+    wire = FakeWire(InitProducerId=iter([_code(0, producer_id=9, producer_epoch=0)]))
+    txn = _client(wire, transactional_id=None)
+    txn.init_producer_id()
+    txn.add_partitions([T0])
+    assert [(node, what) for node, what, _ in wire.calls] == [("bootstrap-0", "InitProducerId")]
+    assert wire.lookups == 0 and not txn.in_transaction
+
+
+# -- the produce pipeline ---------------------------------------------------------------------------
+def test_batches_are_stamped_with_the_epoch_and_sequences_per_partition() -> None:
+    wire, committer, pipeline, _ = _raw(AddPartitionsToTxn=_always(_partitions_added(0)), EndTxn=_always(_code(0)))
+    batches = [(T0, _batch(3)), (T0, _batch(2)), (T1, _batch(4))]
+    for tp, batch in batches:
+        pipeline.send(tp, batch, parse_header(batch).record_count, 0, 0)
+    stamped = [
+        (h.producer_id, h.producer_epoch, int.from_bytes(b[53:57], "big"))
+        for _, b in batches
+        for h in [parse_header(b)]
+    ]
+    assert stamped == [(40, 0, 0), (40, 0, 3), (40, 0, 0)]
+    assert all(parse_header(b).is_transactional for _, b in batches)
+    assert wire.apis() == ["InitProducerId", "AddPartitionsToTxn", "AddPartitionsToTxn"], "each partition added once"
+    committer.abort()  # nothing acknowledged yet: the cycle is void, a new epoch restarts the sequences
+    again = _batch(1)
+    pipeline.send(T0, again, 1, 0, 0)
+    assert (parse_header(again).producer_epoch, int.from_bytes(again[53:57], "big")) == (1, 0)
+
+
+def test_one_request_per_leader_carries_the_next_batch_of_each_partition_and_acks_free_the_budget() -> None:
+    wire, _, pipeline, budget = _raw(transactional_id=None)
+    budget.take(300)
+    for tp, charge in ((T0, 100), (T0, 100), (T1, 100)):
+        pipeline.send(tp, _batch(2), 2, charge, 0)
+    pipeline.pump()
+    assert sorted(node for node, _, _ in wire.produced) == [1, 1, 2], "T0's second batch is pipelined behind its first"
+    assert all(len(t.partition_data) == 1 for _, r, _ in wire.produced for t in r.topic_data)
+    assert pipeline.backlog == 3
+    wire.poll(0)
+    pipeline.reap()
+    assert (pipeline.backlog, pipeline.acked_records, budget.used) == (0, 6, 0)
+
+
+@pytest.mark.parametrize(
+    ("codes", "error", "message"),
+    [
+        ((6, 0), AbortCycle, r"^produce to target partition orders.copy-0 \(source offset 10\): NOT_LEADER"),
+        (
+            (6, 47),
+            RecoverableTaskFailure,
+            r"^producer None fenced on target partition orders.copy-1 \(source offset 20\)",
+        ),
+        (
+            (47, 10),
+            TaskFailure,
+            r"^the target rejected a batch for target partition orders.copy-1 .*MESSAGE_SIZE_TOO_LARGE \(10\)$",
+        ),
+    ],
+)
+def test_a_failed_produce_raises_the_worst_of_its_errors_and_still_frees_the_budget(
+    codes: tuple[int, int], error: type[Exception], message: str
+) -> None:
+    wire, _, pipeline, budget = _raw(transactional_id=None)
+    budget.take(200)
+    pipeline.send(T0, _batch(1), 1, 100, 10)
+    pipeline.send(T1, _batch(1), 1, 100, 20)
+    pipeline.pump()
+    code_of_leader = {1: codes[0], 2: codes[1]}  # T0's leader is broker 1, T1's broker 2
+    for node, request, future in wire.produced:
+        future.success(_produce_response(request, code_of_leader[int(node)]))
+    with pytest.raises(error, match=message) as raised:
+        pipeline.reap()
+    assert type(raised.value) is error
+    assert budget.used == 0 and pipeline.acked_records == codes.count(0)
+
+
+# -- the committer ----------------------------------------------------------------------------------
+def test_a_transactional_cycle_commits_its_batches_and_offsets_in_one_transaction() -> None:
+    wire, committer, pipeline, _ = _raw(
+        AddPartitionsToTxn=_always(_partitions_added(0)),
+        AddOffsetsToTxn=_always(_code(0)),
+        TxnOffsetCommit=_always(SimpleNamespace(topics=[SimpleNamespace(partitions=[_code(0)])])),
+        EndTxn=_always(_code(0)),
+    )
+    committer.begin()
+    pipeline.send(T0, _batch(2), 2, 0, 0)
+    was_open = committer.open
+    committer.commit([TopicPartition("orders.copy", 0, 2)], None, METADATA)  # type: ignore[arg-type]
+    assert wire.apis() == ["InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"]
+    offsets = wire.calls[3][2]
+    assert (offsets.generation_id, offsets.member_id, offsets.group_instance_id) == (3, "m-1", None)
+    assert wire.calls[4][2].committed and pipeline.acked_records == 2
+    assert was_open and not committer.open
+    committer.commit([TopicPartition("orders.copy", 0, 2)], None, METADATA)  # type: ignore[arg-type]
+    assert wire.apis()[5:] == ["AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"], "the next transaction adds them anew"
+
+
+def test_an_aborted_cycle_ends_its_transaction_and_takes_a_new_epoch() -> None:
+    wire, committer, pipeline, budget = _raw(
+        AddPartitionsToTxn=_always(_partitions_added(0)), EndTxn=iter([_code(15), _code(0)])
+    )
+    budget.take(100)
+    committer.begin()
+    pipeline.send(T0, _batch(2), 2, 100, 0)
+    committer.abort()
+    assert wire.apis() == ["InitProducerId", "AddPartitionsToTxn", "EndTxn", "EndTxn", "InitProducerId"]
+    assert not wire.calls[3][2].committed and budget.used == 0 and not committer.open
+    committer.abort()
+    assert len(wire.calls) == 5, "nothing to abort in an empty cycle"
+
+
+def test_an_idempotent_cycle_is_committed_by_the_group_member_once_acknowledged() -> None:
+    committed: list[list[TopicPartition]] = []
+    member = SimpleNamespace(commit=lambda offsets, asynchronous: committed.append(offsets))
+    wire, committer, pipeline, _ = _raw(transactional_id=None)
+    committer.begin()
+    pipeline.send(T0, _batch(2), 2, 0, 0)
+    committer.commit([TopicPartition("orders", 0, 2)], member, METADATA)  # type: ignore[arg-type]
+    assert pipeline.acked_records == 2 and len(committed) == 1 and wire.apis() == ["InitProducerId"]
+
+
+def test_a_member_commit_failure_voids_the_cycle() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    def fail(offsets: list[TopicPartition], asynchronous: bool) -> None:
+        raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
+
+    _, committer, _, _ = _raw(transactional_id=None)
+    member = SimpleNamespace(commit=fail)
+    with pytest.raises(AbortCycle, match="offset commit to the shadow group failed"):
+        committer.commit([TopicPartition("orders", 0, 2)], member, METADATA)  # type: ignore[arg-type]
+    assert committer.open, "still open: the task aborts it"
