@@ -38,6 +38,7 @@ from api.models import (
 )
 from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
 from mirror_sink import __version__
+from mirror_sink.worker import connector_validation
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.herder import Herder
 from mirror_sink.worker.herder_types import Conflict, HerderError, InvalidRequest, NotFound
@@ -98,7 +99,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     # -- connectors -----------------------------------------------------------------------------
     @app.get("/connectors", response_model=list[str] | dict[str, dict[str, Any]])
     def list_connectors(expand: Annotated[list[str] | None, Query()] = None) -> Any:
-        names = herder.names()
+        names = herder.queries.names()
         wanted = set(expand or [])
         unknown = wanted - {"status", "info"}
         if unknown:
@@ -109,9 +110,9 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         for name in names:
             entry: dict[str, Any] = {}
             if "status" in wanted:
-                entry["status"] = ConnectorStatus.of(herder.status(name)).document()
+                entry["status"] = ConnectorStatus.of(herder.queries.status(name)).document()
             if "info" in wanted:
-                entry["info"] = ConnectorInfo.of(herder.info(name)).model_dump()
+                entry["info"] = ConnectorInfo.of(herder.queries.info(name)).model_dump()
             out[name] = entry
         return out
 
@@ -119,38 +120,38 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     def create_connector(request: CreateConnectorRequest) -> ConnectorInfo:
         state = TargetState(request.initial_state) if request.initial_state else TargetState.RUNNING
         herder.create(request.name, request.config, state)
-        return ConnectorInfo.of(herder.info(request.name))
+        return ConnectorInfo.of(herder.queries.info(request.name))
 
     @app.get("/connectors/{name}", response_model=ConnectorInfo)
     def get_connector(name: str) -> ConnectorInfo:
-        return ConnectorInfo.of(herder.info(name))
+        return ConnectorInfo.of(herder.queries.info(name))
 
     @app.get("/connectors/{name}/config", response_model=dict[str, str])
     def get_config(name: str) -> dict[str, str]:
-        return herder.config(name)
+        return herder.queries.config(name)
 
     @app.put("/connectors/{name}/config", response_model=ConnectorInfo)
     def put_config(name: str, config: Annotated[ConfigMap, Body()], response: Response) -> ConnectorInfo:
         created = herder.put_config(name, config)
         response.status_code = 201 if created else 200
-        return ConnectorInfo.of(herder.info(name))
+        return ConnectorInfo.of(herder.queries.info(name))
 
     @app.patch("/connectors/{name}/config", response_model=ConnectorInfo)
     def patch_config(name: str, patch: Annotated[ConfigMap, Body()]) -> ConnectorInfo:
         herder.patch_config(name, patch)
-        return ConnectorInfo.of(herder.info(name))
+        return ConnectorInfo.of(herder.queries.info(name))
 
     @app.get("/connectors/{name}/status", response_model=ConnectorStatus)
     def connector_status(name: str) -> ConnectorStatus:
-        return ConnectorStatus.of(herder.status(name))
+        return ConnectorStatus.of(herder.queries.status(name))
 
     @app.get("/connectors/{name}/tasks", response_model=list[TaskInfo])
     def task_configs(name: str) -> list[TaskInfo]:
-        return [TaskInfo.of(t) for t in herder.task_configs(name)]
+        return [TaskInfo.of(t) for t in herder.queries.task_configs(name)]
 
     @app.get("/connectors/{name}/tasks/{task}/status", response_model=StateBody)
     def task_status(name: str, task: int) -> StateBody:
-        return StateBody.of(herder.task_status(name, task).status)
+        return StateBody.of(herder.queries.task_status(name, task).status)
 
     @app.post("/connectors/{name}/restart", response_model=ConnectorStatus | None)
     def restart_connector(
@@ -161,7 +162,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         herder.restart(name, include_tasks=include_tasks, only_failed=only_failed)
         if not include_tasks and not only_failed:
             return Response(status_code=204)  # Connect's plain connector restart
-        return JSONResponse(status_code=202, content=ConnectorStatus.of(herder.status(name)).document())
+        return JSONResponse(status_code=202, content=ConnectorStatus.of(herder.queries.status(name)).document())
 
     @app.post("/connectors/{name}/tasks/{task}/restart", status_code=204)
     def restart_task(name: str, task: int) -> Response:
@@ -190,7 +191,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.get("/connectors/{name}/topics", response_model=dict[str, ActiveTopics])
     def topics(name: str) -> dict[str, ActiveTopics]:
-        return {name: ActiveTopics(topics=herder.topics(name))}
+        return {name: ActiveTopics(topics=herder.queries.topics(name))}
 
     @app.put("/connectors/{name}/topics/reset", status_code=200)
     def reset_topics(name: str) -> Response:
@@ -199,16 +200,16 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.get("/connectors/{name}/offsets", response_model=ConnectorOffsets)
     def get_offsets(name: str) -> ConnectorOffsets:
-        return ConnectorOffsets.of(herder.offsets(name))
+        return ConnectorOffsets.of(herder.offsets.get(name))
 
     @app.patch("/connectors/{name}/offsets", response_model=Message)
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:
-        herder.alter_offsets(name, body.to_domain())
+        herder.offsets.alter(name, body.to_domain())
         return Message(message="The offsets for this connector have been altered successfully")
 
     @app.delete("/connectors/{name}/offsets", response_model=Message)
     def reset_offsets(name: str) -> Message:
-        herder.reset_offsets(name)
+        herder.offsets.reset(name)
         return Message(message="The offsets for this connector have been reset successfully")
 
     # -- plugins --------------------------------------------------------------------------------
@@ -228,7 +229,8 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     @app.put("/connector-plugins/{plugin}/config/validate", response_model=ConfigInfos)
     def validate_config(plugin: str, config: Annotated[ConfigMap, Body()]) -> ConfigInfos:
         _plugin(plugin)
-        return validate(plugin, config, herder.validate)
+        # Module-qualified: this route's own name (its OpenAPI operationId) is validate_config.
+        return validate(plugin, config, connector_validation.validate_config)
 
     # -- loggers --------------------------------------------------------------------------------
     @app.get("/admin/loggers", response_model=dict[str, LoggerLevel])

@@ -47,7 +47,7 @@ def _cluster_id_reader(bootstrap: str | None, herder: Herder) -> Callable[[], st
     known: dict[str, str] = {}
 
     def read() -> str | None:
-        address = bootstrap or herder.first_target()
+        address = bootstrap or herder.queries.first_target()
         if not address:
             return None
         if address not in known:

@@ -23,7 +23,7 @@ def _app() -> object:
     store = FileConfigBackingStore(Path("/nonexistent-never-written") / "connectors.json")
     herder = Herder("fuzz", store)
     # One known connector (never started: STOPPED) so {name} paths also hit existing resources.
-    herder.stored["known"] = StoredConnector({"name": "known", "topics": "x"}, TargetState.STOPPED)
+    herder.worker.stored["known"] = StoredConnector({"name": "known", "topics": "x"}, TargetState.STOPPED)
     store.put = lambda name, connector: None  # type: ignore[method-assign]  # keep the fuzz off the disk
     store.delete = lambda name: None  # type: ignore[method-assign]
     return create_app(herder)

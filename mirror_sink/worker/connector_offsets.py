@@ -1,0 +1,113 @@
+"""A connector's offsets (KIP-875): read, altered and reset in its shadow group on the target.
+
+The shadow group commits target topic partitions, at the next *source* offset to mirror (the task
+commits them in the same transaction as the records); clients see and send them keyed by the source
+partition, so every operation maps between source and target topic names with the connector's
+replication policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core import clients
+from mirror_sink.core.replication_policy import ReplicationPolicy
+from mirror_sink.worker.config_store import TargetState
+from mirror_sink.worker.herder_types import Conflict, InvalidRequest, PartitionOffset
+from mirror_sink.worker.worker import Worker
+
+__all__ = ["ConnectorOffsetsAdmin"]
+
+
+class ConnectorOffsetsAdmin:
+    """GET, PATCH and DELETE /connectors/{name}/offsets; changes only while the connector is STOPPED."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def get(self, name: str) -> list[PartitionOffset]:
+        """The shadow group's offsets, keyed by the *source* partition, sorted."""
+        cfg = self._config(name)
+        policy = cfg.replication_policy()
+        md = _admin(cfg).list_topics(timeout=30)
+        partitions = []
+        for target_topic, topic in md.topics.items():
+            source_topic = _source_topic(target_topic, cfg, policy)
+            if source_topic is not None:
+                partitions += [TopicPartition(target_topic, p) for p in topic.partitions]
+        if not partitions:
+            return []
+        reader = Consumer(
+            {**cfg.target_consumer(), "group.id": cfg.shadow_group_id, "isolation.level": "read_committed"}
+        )
+        try:
+            committed = reader.committed(partitions, timeout=30)
+        finally:
+            reader.close()
+        out = []
+        for tp in committed:
+            source_topic = _source_topic(tp.topic, cfg, policy)
+            if tp.offset >= 0 and source_topic is not None:
+                out.append(PartitionOffset(source_topic, tp.partition, tp.offset))
+        return sorted(out, key=lambda o: (o.topic, o.partition))
+
+    def alter(self, name: str, offsets: Sequence[PartitionOffset]) -> None:
+        """Set source partitions' next offsets (while STOPPED); removing one is not supported."""
+        self._require_stopped(name)
+        cfg = self._config(name)
+        policy = cfg.replication_policy()
+        commit = []
+        for entry in offsets:
+            target_topic = policy.format_remote_topic(cfg.source_alias, entry.topic)
+            if entry.offset is None:
+                raise InvalidRequest("removing one partition's offset is not supported; DELETE resets them all")
+            if entry.offset < 0:
+                raise InvalidRequest(
+                    f'offset of {entry.topic}-{entry.partition} must be {{"kafka_offset": <non-negative int>}}'
+                )
+            commit.append(TopicPartition(target_topic, entry.partition, entry.offset))
+        admin, group = _admin(cfg), cfg.shadow_group_id
+        try:
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, commit)])[group].result()
+        except KafkaException as exc:
+            raise Conflict(f"cannot alter offsets of group {group}: {exc.args[0].str()}") from exc
+
+    def reset(self, name: str) -> None:
+        """Forget every stored offset (while STOPPED): the start-offset fallback applies at the next start."""
+        self._require_stopped(name)
+        cfg = self._config(name)
+        admin, group = _admin(cfg), cfg.shadow_group_id
+        try:
+            admin.delete_consumer_groups([group], request_timeout=30)[group].result()
+        except KafkaException as exc:
+            if exc.args[0].code() != exc.args[0].GROUP_ID_NOT_FOUND:
+                raise Conflict(f"cannot reset the offsets of {name}: {exc.args[0].str()}") from exc
+
+    def _require_stopped(self, name: str) -> None:
+        # A running task would commit over the change in its next transaction.
+        if self.worker.require(name).target_state is not TargetState.STOPPED:
+            raise Conflict(f"Connector {name} must be in the STOPPED state before its offsets can be modified")
+
+    def _config(self, name: str) -> MirrorSinkConfig:
+        """The resolved config of the connector's runtime: it names the shadow group and the policy."""
+        return self.worker.running(name).connector.config
+
+
+def _admin(cfg: MirrorSinkConfig) -> AdminClient:
+    return clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-offsets")
+
+
+def _source_topic(target_topic: str, cfg: MirrorSinkConfig, policy: ReplicationPolicy) -> str | None:
+    """The source topic a target topic mirrors under this connector's policy, if any."""
+    if policy.topic_source(target_topic) == cfg.source_alias:
+        return target_topic[len(cfg.source_alias) + len(cfg.replication_policy_separator) :]
+    if (
+        policy.topic_source(target_topic) is None
+        and policy.format_remote_topic(cfg.source_alias, target_topic) == target_topic
+    ):
+        return target_topic if cfg.topic_filter().accepts(target_topic) else None
+    return None

@@ -1,0 +1,93 @@
+"""The Herder's read side: connector names, configs, info, status and active topics.
+
+Answers only read the Worker's table; configs always leave masked.
+"""
+
+from __future__ import annotations
+
+from mirror_sink.core.config_providers import has_references
+from mirror_sink.worker.connector_runtime import ConnectorState, StateInfo
+from mirror_sink.worker.connector_validation import masked
+from mirror_sink.worker.herder_types import (
+    AssignedState,
+    ConnectorInfo,
+    ConnectorStatus,
+    ConnectorTaskId,
+    TaskConfig,
+    TaskNotFound,
+    TaskStatus,
+)
+from mirror_sink.worker.worker import Worker
+
+__all__ = ["HerderQueries"]
+
+
+class HerderQueries:
+    """What GET requests about connectors answer, in Kafka Connect's terms."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def names(self) -> list[str]:
+        """Connector names, sorted."""
+        with self.worker.lock:
+            return sorted(self.worker.stored)
+
+    def first_target(self) -> str | None:
+        """Bootstrap servers of the first connector's target cluster (for GET /)."""
+        with self.worker.lock:
+            for name in sorted(self.worker.stored):
+                target = self.worker.stored[name].config.get("target.cluster.bootstrap.servers")
+                if target and not has_references(target):
+                    return target
+        return None
+
+    def config(self, name: str) -> dict[str, str]:
+        """The stored config, masked."""
+        return masked(self.worker.require(name).config)
+
+    def info(self, name: str) -> ConnectorInfo:
+        """The connector's masked config and its tasks (Connect's ConnectorInfo)."""
+        stored = self.worker.require(name)
+        tasks_max = int(stored.config.get("tasks.max", "1"))
+        return ConnectorInfo(
+            name=name,
+            config=masked(stored.config),
+            tasks=tuple(ConnectorTaskId(name, i) for i in range(tasks_max)),
+        )
+
+    def task_configs(self, name: str) -> list[TaskConfig]:
+        """Each task's masked config, with its ``task.id``."""
+        config = masked(self.worker.require(name).config)
+        return [TaskConfig(task, {**config, "task.id": str(task.task)}) for task in self.info(name).tasks]
+
+    def status(self, name: str) -> ConnectorStatus:
+        """The connector's state and its tasks' (Connect's ConnectorStateInfo)."""
+        self.worker.require(name)
+        runtime = self.worker.runtimes.get(name)
+        if runtime is None:
+            connector = StateInfo(ConnectorState.FAILED, "the stored config is invalid")
+            tasks: list[StateInfo] = []
+        else:
+            connector, tasks = runtime.state, runtime.task_states()
+        return ConnectorStatus(
+            name=name,
+            connector=self._assigned(connector),
+            tasks=tuple(TaskStatus(i, self._assigned(t)) for i, t in enumerate(tasks)),
+        )
+
+    def task_status(self, name: str, task_id: int) -> TaskStatus:
+        """One task's state."""
+        tasks = self.status(name).tasks
+        if not 0 <= task_id < len(tasks):
+            raise TaskNotFound(name, task_id)
+        return tasks[task_id]
+
+    def topics(self, name: str) -> list[str]:
+        """Source topics the connector mirrors (Connect's active topics, KIP-558)."""
+        runtime = self.worker.running(name)
+        return sorted(m.source_topic for m in runtime.connector.mappings.values())
+
+    def _assigned(self, info: StateInfo) -> AssignedState:
+        # Every connector runs on this worker: there is no other to assign it to.
+        return AssignedState(info.state, self.worker.worker_id, info.trace or None)
