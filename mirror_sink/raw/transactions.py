@@ -35,9 +35,6 @@ from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, Nod
 
 log = logging.getLogger(__name__)
 
-#: OPERATION_NOT_ATTEMPTED: AddPartitionsToTxn's answer for the partitions it skipped after another
-#: partition's error (not named in KafkaErrorCode; that other error is the one that counts).
-_OPERATION_NOT_ATTEMPTED = 55
 #: Backoff between attempts: coordinator moves and concurrent transactions clear up quickly.
 _FIRST_DELAY_S = 0.02
 _MAX_DELAY_S = 0.5
@@ -158,7 +155,7 @@ class TransactionClient:
             # OPERATION_NOT_ATTEMPTED only follows another partition's error: report that one.
             lambda r: _first_error(
                 (x.partition_error_code for t in r.results_by_topic_v3_and_below for x in t.results_by_partition),
-                besides=_OPERATION_NOT_ATTEMPTED,
+                besides=KafkaErrorCode.OPERATION_NOT_ATTEMPTED,
             ),
         )
         self.partitions.update(todo)
