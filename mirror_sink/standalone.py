@@ -1,19 +1,11 @@
-"""Run one connector in this process, without the REST worker: ``mirror-sink run connector.json``."""
+"""Run one connector in this process, without the REST worker (``mirror-sink run connector.json``)."""
 
 from __future__ import annotations
 
-import argparse
-import faulthandler
 import logging
-import signal
-import socket
 import threading
 from collections.abc import Mapping
-from pathlib import Path
-from types import FrameType
 
-from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.errors import ConfigError
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
 
@@ -44,39 +36,3 @@ class StandaloneRunner:
         if runtime.state.state is ConnectorState.FAILED:
             log.error("connector %s FAILED:\n%s", runtime.name, runtime.state.trace)
         return 1 if failed else 0
-
-
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register the ``run`` verb."""
-    p = subparsers.add_parser(
-        "run",
-        help="run one connector in this process (no REST worker)",
-        description="Mirror with one connector until SIGTERM/SIGINT; exit 1 if a task fails.",
-    )
-    p.add_argument("config", type=Path, help="connector config: Connect JSON ({name, config}) or .properties")
-    p.add_argument(
-        "--worker-id",
-        default=socket.gethostname(),
-        help="this process's identity; task slots (transactional.ids) derive from it. "
-        "A restarted process must keep its id; two live processes must not share one (default: hostname)",
-    )
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    """Load the config, run, and turn SIGTERM/SIGINT into a graceful stop."""
-    try:
-        runner = StandaloneRunner(load_connector_config(args.config), args.worker_id)
-    except ConfigError as exc:
-        log.error("invalid connector config: %s", exc)
-        return 2
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("%s received: finishing the current transaction and stopping", signal.Signals(signum).name)
-        runner.stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    # Like jstack for a JVM: SIGUSR1 prints every thread's stack, for a mirror that seems stuck.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    return runner.run()

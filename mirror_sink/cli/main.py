@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mirror_sink import __version__, standalone
+from mirror_sink import __version__
 from mirror_sink.cli import spark as spark_cli
+from mirror_sink.cli import standalone
 from mirror_sink.cli import worker as worker_cli
 from mirror_sink.core.logs import configure_logging
 

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
-import signal
-import sys
-import threading
 from pathlib import Path
-from types import FrameType
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.topic_provisioner import TopicProvisioner
-from mirror_sink.core import clients
 from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.config_providers import resolve
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.paths import data_dir
-from mirror_sink.core.runtime_guard import SparkLease, refuse_if_worker_active
+from mirror_sink.spark.driver import run_query
 
 log = logging.getLogger(__name__)
 
@@ -41,76 +31,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--max-records-per-trigger", type=int, default=0, help="cap on source offsets per micro-batch")
     p.set_defaults(func=main)
-
-
-def run_query(
-    props: dict[str, str], *, master: str | None, checkpoint: Path, trigger: str, max_records: int = 0
-) -> int:
-    """Plan-and-copy until the trigger says stop (available-now) or SIGTERM/SIGINT."""
-    config = MirrorSinkConfig.parse(resolve(props))
-    if config.runtime != "spark":
-        raise ConfigError("runtime", f"connector {config.name} has runtime={config.runtime}; set runtime=spark")
-    target_admin = clients.admin(config.target_admin(), f"{config.name}-spark-driver")
-    refuse_if_worker_active(target_admin, config.shadow_group_id, config.name)
-    provisioner = TopicProvisioner(config, clients.admin(config.source_admin(), f"{config.name}-spark"), target_admin)
-    mappings = provisioner.reconcile()
-    if not mappings:
-        raise TaskFailure(f"connector {config.name}: no source topic matches {config.topics!r}")
-    lease = SparkLease(config.target_consumer(), config.shadow_group_id, next(iter(mappings)))
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors import mirror_sink from this env
-    if master is not None and master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # an embedded master talks over loopback only
-    from pyspark.sql import SparkSession
-
-    from mirror_sink.spark.datasource import MirrorSinkDataSource
-
-    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
-    spark = (
-        builder.appName(f"mirror-sink {config.name}")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("WARN")
-    spark.dataSource.register(MirrorSinkDataSource)
-    options = {"config": json.dumps(props)}
-    if max_records:
-        options["maxRecordsPerTrigger"] = str(max_records)
-    writer = (
-        spark.readStream.format("mirror-sink").options(**options).load()
-        .writeStream.format("mirror-sink").options(**options)
-        .option("checkpointLocation", str(checkpoint))
-    )  # fmt: skip
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    elif trigger.startswith("processing-time:"):
-        writer = writer.trigger(processingTime=trigger.split(":", 1)[1])
-    else:
-        raise ConfigError("--trigger", f"{trigger!r}: use available-now or processing-time:<interval>")
-    query = writer.queryName(config.name).start()
-    log.info("connector %s runs on Spark (%s), checkpoint %s", config.name, master, checkpoint)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("%s received: stopping the query", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        while query.isActive and not stop.is_set():
-            query.awaitTermination(1)
-        if stop.is_set():
-            query.stop()
-        exception = query.exception()
-        if exception is not None:
-            log.error("Spark query of %s failed: %s", config.name, exception)
-            return 1
-        return 0
-    finally:
-        spark.stop()
-        lease.release()
 
 
 def main(args: argparse.Namespace) -> int:
