@@ -11,7 +11,7 @@ import sys
 
 from devkafka import demo
 from devkafka.pair import DevClusters, print_clusters
-from mirror_sink.core.logs import configure_logging
+from mirror_sink.cli.main import run_verb, verb_parser
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,9 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The verbs of ``mirror-sink-dev``."""
-    parser = argparse.ArgumentParser(prog="mirror-sink-dev", description=__doc__)
-    parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
-    sub = parser.add_subparsers(dest="verb", required=True)
+    parser, sub = verb_parser("mirror-sink-dev", __doc__)
     demo.add_parser(sub)
     add_parser(sub)
     return parser
@@ -50,9 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mirror-sink-dev`` console script."""
-    args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
-    return int(args.func(args))
+    return run_verb(build_parser(), argv)
 
 
 if __name__ == "__main__":

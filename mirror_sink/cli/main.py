@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TypeAlias
 
 from mirror_sink import __version__
 from mirror_sink.cli import spark as spark_cli
@@ -11,13 +12,27 @@ from mirror_sink.cli import standalone
 from mirror_sink.cli import worker as worker_cli
 from mirror_sink.core.logs import configure_logging
 
+Verbs: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def verb_parser(prog: str, description: str | None) -> tuple[argparse.ArgumentParser, Verbs]:
+    """A command with ``--version``, ``--log-level`` and verbs (each verb sets ``func``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
+    parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    return parser, parser.add_subparsers(dest="verb", required=True)
+
+
+def run_verb(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    """Parse ``argv``, set up logging and run the chosen verb; its exit code."""
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    return int(args.func(args))
+
 
 def build_parser() -> argparse.ArgumentParser:
     """All verbs of the ``mirror-sink`` command."""
-    parser = argparse.ArgumentParser(prog="mirror-sink", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"mirror-sink {__version__}")
-    parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
-    sub = parser.add_subparsers(dest="verb", required=True)
+    parser, sub = verb_parser("mirror-sink", __doc__)
     standalone.add_parser(sub)
     worker_cli.add_parsers(sub)
     spark_cli.add_parser(sub)
@@ -26,9 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
-    args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
-    return int(args.func(args))
+    return run_verb(build_parser(), argv)
 
 
 if __name__ == "__main__":
