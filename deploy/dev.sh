@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mirror-sink's developer entry point. From a fresh clone:
 #   bash deploy/dev.sh run    start the local source and target clusters and run the demo mirror job
-#   bash deploy/dev.sh test   install everything, then lint, type-check and run the whole test suite
+#   bash deploy/dev.sh test   install everything, then lint, type-check, check the layers and run every test
 # Both install what they need first: a virtualenv in .venv with the project and its dev extras
 # (re-installed when pyproject.toml changes) and the Kafka jars from Maven Central (cached once).
 set -euo pipefail

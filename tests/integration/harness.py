@@ -75,6 +75,9 @@ class ChildProcess:
         self.log_path = workdir / f"{label}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.env: dict[str, str] = {}
+        #: The interpreter command and the working directory the child runs with.
+        self.python: list[str] = [sys.executable]
+        self.cwd: Path | None = None
         workdir.mkdir(parents=True, exist_ok=True)
 
     def argv(self) -> list[str]:
@@ -87,7 +90,8 @@ class ChildProcess:
             log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mirror_sink.cli", *self.argv()],
+                [*self.python, "-m", "mirror_sink.cli", *self.argv()],
+                cwd=self.cwd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

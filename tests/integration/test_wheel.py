@@ -1,0 +1,86 @@
+"""A wheel built from the repository mirrors without the checkout and without the developer tooling."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import ProduceSpec, Rec, create_topic, produce_transactions
+from tests.integration.harness import (
+    MirrorProcess,
+    Unique,
+    assert_exact_mirror,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class WheelMirror(MirrorProcess):
+    """``mirror-sink run`` from an unpacked wheel: ``python -S`` skips the editable install's path
+    hook, so only the unpacked wheel and the third-party packages can be imported."""
+
+    def __init__(self, config: dict[str, str], workdir: Path, unpacked: Path) -> None:
+        super().__init__(config, "w1", workdir)
+        self.env = {"PYTHONPATH": f"{unpacked}:{sysconfig.get_paths()['purelib']}"}
+        self.python = [sys.executable, "-S"]
+        self.cwd = workdir  # -m puts the working directory first on sys.path: never the checkout
+
+
+def _unpacked_wheel(tmp_path: Path) -> Path:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
+    (wheel,) = dist.glob("mirror_sink-*.whl")
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(unpacked)
+    # The product must not need the developer tooling the wheel also carries.
+    shutil.rmtree(unpacked / "devkafka")
+    return unpacked
+
+
+def test_a_wheel_mirrors_without_the_checkout_or_devkafka(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    unpacked = _unpacked_wheel(tmp_path)
+    name, topic = unique("wheel"), unique("wheel-orders")
+    mirror = WheelMirror(mirror_config(name, source, target, topic), tmp_path / "run", unpacked)
+    where = subprocess.run(
+        [*mirror.python, "-c", "import mirror_sink, connectors, api.server; print(mirror_sink.__file__)"],
+        env={"PYTHONPATH": mirror.env["PYTHONPATH"]},
+        cwd=mirror.cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(where).is_relative_to(unpacked), f"mirror_sink imported from {where}, not from the wheel"
+
+    create_topic(source.bootstrap_servers, topic, 2)
+    records = [Rec(f"k{i}".encode(), json.dumps({"i": i}).encode(), partition=i % 2) for i in range(200)]
+    produce_transactions(
+        source.bootstrap_servers, topic, [(records, True)], ProduceSpec(transactional_id=unique("wheel-tx"))
+    )
+    mirror.start()
+    try:
+        group = f"connect-{name}"
+        target_topic = f"source.{topic}"
+        wait_until(
+            lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the wheel's mirror to catch up"
+        )
+        assert assert_exact_mirror(source, topic, target, target_topic, group) == 200
+    finally:
+        assert mirror.stop() == 0, mirror.log_tail()
+    assert "devkafka" not in mirror.log_text()
