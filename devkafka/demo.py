@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        runner.stopping.set()
+        runner.request_stop()
         thread.join(60)
         print("stopped. Run again to add more orders, or stop the clusters: mirror-sink-dev kafka down")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import threading
+import time
 from collections.abc import Mapping
 
 from mirror_sink.worker.config_store import TargetState
@@ -17,14 +17,25 @@ class StandaloneRunner:
 
     def __init__(self, props: Mapping[str, str], worker_id: str) -> None:
         self.runtime = ConnectorRuntime(str(props.get("name", "")), props, worker_id)
-        self.stopping = threading.Event()
+        self._stop_requested = False
+
+    def request_stop(self) -> None:
+        """Ask ``run`` to stop. Safe in a signal handler: it takes no lock.
+
+        (``threading.Event.set`` there can deadlock: the handler runs in the main thread, which may
+        hold that very Event's lock inside ``Event.wait``. Seen as a mirror ignoring SIGTERM.)
+        """
+        self._stop_requested = True
 
     def run(self) -> int:
-        """Mirror until ``stopping`` is set (0) or the connector or a task fails (1)."""
+        """Mirror until ``request_stop`` (0) or until the connector or a task fails (1)."""
         runtime = self.runtime
         runtime.apply(TargetState.RUNNING)
         failed = False
-        while not self.stopping.wait(0.5):
+        while True:
+            time.sleep(0.5)
+            if self._stop_requested:
+                break
             if runtime.failed():
                 failed = True
                 break

@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("%s received: finishing the current transaction and stopping", signal.Signals(signum).name)
-        runner.stopping.set()
+        runner.request_stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
