@@ -58,14 +58,16 @@ def test_a_wheel_mirrors_without_the_checkout_or_devkafka(
     unpacked = _unpacked_wheel(tmp_path)
     name, topic = unique("wheel"), unique("wheel-orders")
     mirror = WheelMirror(mirror_config(name, source, target, topic), tmp_path / "run", unpacked)
-    where = subprocess.run(
-        [*mirror.python, "-c", "import mirror_sink, connectors, api.server; print(mirror_sink.__file__)"],
+    imported = subprocess.run(
+        [*mirror.python, "-c", "import mirror_sink, mirror_sink.cli.main, api.server; print(mirror_sink.__file__)"],
         env={"PYTHONPATH": mirror.env["PYTHONPATH"]},
         cwd=mirror.cwd,
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.strip()
+        check=False,
+    )
+    assert imported.returncode == 0, f"the wheel's product does not import on its own:\n{imported.stderr}"
+    where = imported.stdout.strip()
     assert Path(where).is_relative_to(unpacked), f"mirror_sink imported from {where}, not from the wheel"
 
     create_topic(source.bootstrap_servers, topic, 2)
