@@ -10,7 +10,6 @@ committed offsets of a source group once (KIP-656's one-time sync), falling back
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,11 +18,10 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
 from mirror_sink.core import clients
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
+from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.retry import retry_call
 from mirror_sink.core.stable_offsets import read_stable_offsets
-
-Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
 #: How long a source partition's offsets may stay unreadable (a partition added moments ago).
 _WATERMARK_DEADLINE_S = 30.0

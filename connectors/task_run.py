@@ -7,7 +7,6 @@ committer) and the coordination member of the shadow group on the target.
 
 from __future__ import annotations
 
-import logging
 from contextlib import ExitStack
 
 from confluent_kafka import Consumer
@@ -16,12 +15,11 @@ from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.data_path import Committer, DataPath
+from mirror_sink.core.logs import Log
 from mirror_sink.raw.raw_path import RawPath
 from mirror_sink.raw.wire import RawUnsupported, unsupported
 from mirror_sink.record.committers import DeliveryTracker
 from mirror_sink.record.record_path import RecordPath
-
-Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
 _CLOSE_LIMIT_S = 30.0
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import os
 
+#: What the engine accepts as a logger: a plain one, or one that prefixes its context.
+Log = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
 LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
 
 

@@ -15,6 +15,7 @@ from typing import TypeVar
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from mirror_sink.core.errors import Retriable
+from mirror_sink.core.logs import Log
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def backoff(
     first_delay_s: float = 0.05,
     max_delay_s: float = 2.0,
     retry_on: type[BaseException] | tuple[type[BaseException], ...] = Retriable,
-    logger: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
+    logger: Log = log,
 ) -> Retrying:
     """A tenacity ``Retrying`` for ``what``: use as ``for attempt in backoff(...): with attempt: ...``."""
 

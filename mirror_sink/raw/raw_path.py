@@ -8,7 +8,6 @@ the target acknowledges one round of batches the next is being fetched, all with
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -17,6 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from mirror_sink.core import clients
 from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import RecoverableTaskFailure
+from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
 from mirror_sink.raw.committer import RawCommitter
@@ -49,7 +49,7 @@ class RawPath:
         group_id: str,
         memory_bytes: int,
         chunk_bytes: int,
-        log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+        log: Log,
     ) -> None:
         self.log = log
         self.budget = MemoryBudget(memory_bytes)

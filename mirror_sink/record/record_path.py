@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.record.committers import (
     AtLeastOnceCommitter,
@@ -33,7 +33,7 @@ class RecordPath:
         deliveries: DeliveryTracker,
         transactional: bool,
         timeout_s: float,
-        log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+        log: Log,
     ) -> None:
         self.source = source
         self.producer = producer
