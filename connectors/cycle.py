@@ -20,6 +20,7 @@ from connectors.ownership import Ownership
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.errors import AbortCycle, TaskFailure
+from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
 
 _PROGRESS_INTERVAL_S = 30.0
@@ -102,7 +103,11 @@ class Cycle:
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
             targets = [TopicPartition(*own.reading[source], offset) for source, offset in offsets.items()]
-            self.committer.commit(targets, self.run.member, own.metadata)
+            spans = [
+                SyncSpan(own.reading[source], source.topic, own.committed[source], offset)
+                for source, offset in offsets.items()
+            ]
+            self.committer.commit(targets, self.run.member, own.metadata, spans)
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))
             return

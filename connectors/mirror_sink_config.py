@@ -21,9 +21,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.offset_syncs import offset_syncs_topic
+from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import ReplicationPolicy, replication_policy
 from mirror_sink.core.secrets import mask
-from mirror_sink.core.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter, compile_patterns
+from mirror_sink.core.topic_filter import (
+    DEFAULT_GROUPS,
+    DEFAULT_GROUPS_EXCLUDE,
+    DEFAULT_TOPICS,
+    DEFAULT_TOPICS_EXCLUDE,
+    GroupFilter,
+    TopicFilter,
+    compile_patterns,
+)
 from mirror_sink.raw.wire import unsupported
 
 log = logging.getLogger(__name__)
@@ -89,6 +99,17 @@ class MirrorSinkConfig(BaseModel):
     runtime: Literal["worker", "spark"] = Field("worker", alias="runtime")
     mirror_mode: MirrorMode = Field(MirrorMode.AUTO, alias="mirror.mode")
     buffer_memory: int = Field(64 * 1024 * 1024, alias="buffer.memory", ge=1024 * 1024)
+    # -- consumer failover (MM2's keys) ---------------------------------------------------------
+    emit_offset_syncs: bool = Field(True, alias="emit.offset-syncs.enabled")
+    offset_syncs_retention_ms: int = Field(7 * 24 * 3600 * 1000, alias="offset-syncs.topic.retention.ms", ge=60_000)
+    offset_syncs_replication_factor: int = Field(-1, alias="offset-syncs.topic.replication.factor", ge=-1)
+    emit_checkpoints: bool = Field(True, alias="emit.checkpoints.enabled")
+    emit_checkpoints_interval_s: float = Field(5.0, alias="emit.checkpoints.interval.seconds", gt=0)
+    checkpoints_replication_factor: int = Field(-1, alias="checkpoints.topic.replication.factor", ge=-1)
+    groups: str = Field(DEFAULT_GROUPS, alias="groups")
+    groups_exclude: str = Field(DEFAULT_GROUPS_EXCLUDE, alias="groups.exclude")
+    sync_group_offsets: bool = Field(False, alias="sync.group.offsets.enabled")
+    sync_group_offsets_interval_s: float = Field(5.0, alias="sync.group.offsets.interval.seconds", gt=0)
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("connector_class")
@@ -142,6 +163,8 @@ class MirrorSinkConfig(BaseModel):
         checks: list[Callable[[], object]] = [
             lambda: compile_patterns("topics", raw.get("topics", DEFAULT_TOPICS), required=True),
             lambda: compile_patterns("topics.exclude", raw.get("topics.exclude", DEFAULT_TOPICS_EXCLUDE)),
+            lambda: compile_patterns("groups", raw.get("groups", DEFAULT_GROUPS)),
+            lambda: compile_patterns("groups.exclude", raw.get("groups.exclude", DEFAULT_GROUPS_EXCLUDE)),
             lambda: replication_policy(
                 raw.get("replication.policy.class", "DefaultReplicationPolicy"),
                 raw.get("replication.policy.separator", "."),
@@ -171,6 +194,17 @@ class MirrorSinkConfig(BaseModel):
     def topic_filter(self) -> TopicFilter:
         """The ``topics`` / ``topics.exclude`` filter."""
         return TopicFilter.from_config(self.topics, self.topics_exclude)
+
+    def group_filter(self) -> GroupFilter:
+        """The ``groups`` / ``groups.exclude`` filter of checkpoints and group sync."""
+        return GroupFilter.from_config(self.groups, self.groups_exclude)
+
+    @property
+    def offset_syncs_partition(self) -> TargetPartition | None:
+        """Where the tasks write offset syncs: only with transactions (they must be atomic with the data)."""
+        if not (self.emit_offset_syncs and self.transaction_producer):
+            return None
+        return TargetPartition(offset_syncs_topic(self.source_alias), 0)
 
     def replication_policy(self) -> ReplicationPolicy:
         """The configured ``replication.policy.class``."""
@@ -270,4 +304,17 @@ KEY_DOCS: dict[str, str] = {
     "auto (default): raw unless the clusters or client settings do not allow it.",
     "buffer.memory": "One byte budget for data fetched from the source and not yet acknowledged by the target.",
     "runtime": "worker (mirror-sink run / the REST worker) or spark (mirror-sink spark); never both at once.",
+    "emit.offset-syncs.enabled": "Write, in each transaction, the exact source->target offset map of what it "
+    "mirrored to mirror-sink-offset-syncs.{source alias}.internal on the target (exactly-once only).",
+    "offset-syncs.topic.retention.ms": "Retention of the offset-syncs topic: how far back offsets stay translatable.",
+    "offset-syncs.topic.replication.factor": "Replication factor of the offset-syncs topic (-1: the broker default).",
+    "emit.checkpoints.enabled": "Write MirrorMaker 2 checkpoints of the source groups to "
+    "{source alias}.checkpoints.internal on the target.",
+    "emit.checkpoints.interval.seconds": "How often checkpoints are written (default 5; MM2's is 60).",
+    "checkpoints.topic.replication.factor": "Replication factor of the checkpoints topic (-1: the broker default).",
+    "groups": "Comma-separated source consumer group names or regexes to checkpoint and sync.",
+    "groups.exclude": "Comma-separated group names or regexes never checkpointed (MM2's default).",
+    "sync.group.offsets.enabled": "Commit translated offsets into the same-named groups on the target while "
+    "they have no active members; never backwards.",
+    "sync.group.offsets.interval.seconds": "How often group offsets are synced (default 5; MM2's is 60).",
 }

@@ -35,6 +35,7 @@ class MirrorSinkConnector:
             clients.admin(cfg.source_admin(), client_id=f"{cfg.name}-connector-source"),
             clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-connector-target"),
         )
+        self._provisioner.create_internal_topics()
         self.mappings = self._provisioner.reconcile()
         self.log.info(
             "mirroring %d topics from %s to %s: %s",

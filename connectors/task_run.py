@@ -75,12 +75,14 @@ class TaskRun:
                     memory_bytes=cfg.buffer_memory,
                     chunk_bytes=max(cfg.transaction_max_bytes // 4, 1),
                     log=self.log,
+                    sync_partition=cfg.offset_syncs_partition,
                 )
             except RawUnsupported as exc:
                 if cfg.mirror_mode is MirrorMode.RAW:
                     raise
                 self.log.warning("mirror.mode=auto falls back to record mode: %s", exc)
-        deliveries = DeliveryTracker()
+        syncs = cfg.offset_syncs_partition
+        deliveries = DeliveryTracker(track_offsets=syncs is not None)
         producer = clients.target_producer(
             {**cfg.target_producer(), "on_delivery": deliveries},
             client_id=f"{self.slot}-producer",
@@ -94,6 +96,7 @@ class TaskRun:
             transactional=self.transactional_id is not None,
             timeout_s=cfg.transaction_timeout_ms / 1000,
             log=self.log,
+            sync_topic=syncs.topic if syncs is not None else None,
         )
 
     def abort_quietly(self) -> None:

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.replication_policy import is_cycle
 
@@ -158,6 +159,20 @@ class TopicProvisioner:
                     want,
                 )
 
+    def create_internal_topics(self) -> None:
+        """The offset-syncs and checkpoints topics (one partition each, like MirrorMaker 2's), if enabled."""
+        cfg = self.config
+        new = []
+        syncs = cfg.offset_syncs_partition
+        if syncs is not None:
+            retention = {"cleanup.policy": "delete", "retention.ms": str(cfg.offset_syncs_retention_ms)}
+            new.append(NewTopic(syncs.topic, 1, cfg.offset_syncs_replication_factor, config=retention))
+        if cfg.emit_checkpoints and syncs is not None:
+            topic = checkpoints_topic(cfg.source_alias)
+            new.append(NewTopic(topic, 1, cfg.checkpoints_replication_factor, config={"cleanup.policy": "compact"}))
+        if new:
+            self._create_topics(new, "internal topic")
+
     def _create(self, missing: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         new = [
             NewTopic(
@@ -168,13 +183,16 @@ class TopicProvisioner:
             )
             for m in missing
         ]
+        self._create_topics(new, "target topic")
+
+    def _create_topics(self, new: list[NewTopic], kind: str) -> None:
         for topic, future in self.target_admin.create_topics(new, operation_timeout=self.timeout_s).items():
             try:
                 future.result(self.timeout_s)
-                log.info("created target topic %s", topic)
+                log.info("created %s %s", kind, topic)
             except KafkaException as exc:
                 if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
-                    raise TaskFailure(f"cannot create target topic {topic!r}: {exc.args[0].str()}") from exc
+                    raise TaskFailure(f"cannot create {kind} {topic!r}: {exc.args[0].str()}") from exc
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]

@@ -7,6 +7,7 @@ import sys
 from typing import TypeAlias
 
 from mirror_sink import __version__
+from mirror_sink.cli import failover as failover_cli
 from mirror_sink.cli import spark as spark_cli
 from mirror_sink.cli import standalone
 from mirror_sink.cli import worker as worker_cli
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     standalone.add_parser(sub)
     worker_cli.add_parsers(sub)
     spark_cli.add_parser(sub)
+    failover_cli.add_parser(sub)
     return parser
 
 

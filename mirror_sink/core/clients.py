@@ -14,11 +14,12 @@ from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriabl
 # librdkafka settings; Any because the 'logger' entry is a logging.Logger.
 ClientConfig = dict[str, Any]
 
-_librdkafka_log = logging.getLogger("mirror_sink.librdkafka")
+#: Where librdkafka's own log lines go (pass as the ``logger`` setting of any client).
+LIBRDKAFKA_LOG = logging.getLogger("mirror_sink.librdkafka")
 
 
 def _with_logger(user: Mapping[str, Any], forced: Mapping[str, Any]) -> ClientConfig:
-    return {**user, **forced, "logger": _librdkafka_log}
+    return {**user, **forced, "logger": LIBRDKAFKA_LOG}
 
 
 def source_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> Consumer:

@@ -8,12 +8,13 @@ the source's record batches byte for byte (KIP-712).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from confluent_kafka import Consumer, TopicPartition
 
+from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
 
 
@@ -26,8 +27,13 @@ class Committer(Protocol):
     def begin(self) -> None:
         """Called before the first record of a cycle."""
 
-    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
+    def commit(
+        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+    ) -> None:
         """Make the cycle's records and ``offsets`` durable, or raise AbortCycle / TaskFailure.
+
+        ``spans``: what the cycle consumed per partition; a committer that writes offset syncs
+        writes one per span, in the same transaction.
 
         ``metadata`` is the member's group metadata taken when the cycle's ownership was last
         confirmed (before its first record), not at commit time: librdkafka's background thread can

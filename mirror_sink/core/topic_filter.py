@@ -9,6 +9,9 @@ from mirror_sink.core.errors import ConfigError
 
 DEFAULT_TOPICS = ".*"
 DEFAULT_TOPICS_EXCLUDE = r".*[\-\.]internal, .*\.replica, __.*"
+#: MirrorMaker 2's DefaultGroupFilter defaults (``groups``, ``groups.exclude``).
+DEFAULT_GROUPS = ".*"
+DEFAULT_GROUPS_EXCLUDE = "console-consumer-.*, connect-.*, __.*"
 
 
 def compile_patterns(key: str, value: str, *, required: bool = False) -> list[re.Pattern[str]]:
@@ -50,3 +53,23 @@ class TopicFilter:
         if not any(p.fullmatch(topic) for p in self.include):
             return False
         return not any(p.fullmatch(topic) for p in self.exclude)
+
+
+@dataclass(frozen=True)
+class GroupFilter:
+    """Which source consumer groups are checkpointed and synced: MM2's ``groups`` / ``groups.exclude``."""
+
+    include: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+
+    @classmethod
+    def from_config(cls, groups: str, groups_exclude: str) -> GroupFilter:
+        """Build from the comma-separated ``groups`` and ``groups.exclude`` values."""
+        include = compile_patterns("groups", groups)
+        return cls(tuple(include), tuple(compile_patterns("groups.exclude", groups_exclude)))
+
+    def accepts(self, group: str) -> bool:
+        """True when ``group`` is checkpointed."""
+        if not any(p.fullmatch(group) for p in self.include):
+            return False
+        return not any(p.fullmatch(group) for p in self.exclude)

@@ -5,27 +5,48 @@ they first appear), then the shadow group's next offsets with the owning member'
 (KIP-447 fencing), then EndTxn. Without one (``transaction.producer=false``) the producer is
 idempotent and the offsets are committed by the group member once every batch is acknowledged (at
 least once). An aborted cycle takes a new epoch, so sequences restart and nothing partial remains.
+
+With an offset-syncs partition, a transaction also carries one offset sync per partition it moved
+(``mirror_sink.core.offset_syncs``), sent once every data batch is acknowledged, since the Produce
+responses give the target offsets the syncs record.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Sequence
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.offset_syncs import CycleOffsets, OffsetSync, SyncSpan, offset_syncs
+from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.producer import ProducePipeline
 from mirror_sink.raw.transactions import TransactionClient
 
 log = logging.getLogger(__name__)
 
+#: Offset-sync batches stay well under any topic's max.message.bytes (1 MB by default).
+_SYNC_BATCH_BYTES = 256 * 1024
+
 
 class RawCommitter:
     """Makes a cycle of the raw path durable, or voids it (``mirror_sink.core.data_path.Committer``)."""
 
-    def __init__(self, transactions: TransactionClient, pipeline: ProducePipeline) -> None:
+    def __init__(
+        self,
+        transactions: TransactionClient,
+        pipeline: ProducePipeline,
+        sync_partition: TargetPartition | None = None,
+    ) -> None:
         self.transactions = transactions
         self.pipeline = pipeline
+        #: Where this committer's offset syncs go (None: no syncs).
+        self.sync_partition = sync_partition
+        if sync_partition is not None:
+            pipeline.offsets = CycleOffsets()
         self._open = False
 
     @property
@@ -41,23 +62,39 @@ class RawCommitter:
         """Mark the cycle open (a transaction starts with its first partition or offsets)."""
         self._open = True
 
-    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
-        """Make every sent batch and ``offsets`` durable together, or raise AbortCycle."""
+    def commit(
+        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+    ) -> None:
+        """Make every sent batch, its offset syncs and ``offsets`` durable together, or raise AbortCycle."""
         self._open = True
         self.pipeline.flush()
         txn = self.transactions
         if not txn.transactional:
             _commit_as_member(offsets, member)
         else:
+            if self.sync_partition is not None and spans:
+                self._send_syncs(self.sync_partition, spans)
+                self.pipeline.flush()
             if offsets:
                 txn.send_offsets(offsets, metadata)
             if txn.in_transaction:
                 txn.end(commit=True)
         self._end_cycle()
 
+    def _send_syncs(self, where: TargetPartition, spans: Sequence[SyncSpan]) -> None:
+        assert self.pipeline.offsets is not None
+        try:
+            syncs = offset_syncs(spans, self.pipeline.offsets.take())
+        except ValueError as exc:
+            raise TaskFailure(f"internal error: offset syncs do not match the cycle: {exc}") from exc
+        for batch, count in _sync_batches(syncs):
+            self.pipeline.send(where, memoryview(batch), count, 0, None)
+
     def abort(self) -> None:
         """Void the cycle: queued batches dropped, the transaction aborted, a new epoch taken."""
         self.pipeline.discard()
+        if self.pipeline.offsets is not None:
+            self.pipeline.offsets.clear()
         txn = self.transactions
         if txn.transactional and txn.in_transaction:
             try:
@@ -76,6 +113,31 @@ class RawCommitter:
         self.transactions.forget_transaction()
         self.pipeline.produced = False
         self._open = False
+
+
+def _sync_batches(syncs: list[OffsetSync]) -> list[tuple[bytearray, int]]:
+    """Plain v2 batches holding the syncs (the pipeline stamps producer id, epoch and sequence)."""
+    out: list[tuple[bytearray, int]] = []
+    now = int(time.time() * 1000)
+    i = 0
+    while i < len(syncs):
+        builder = DefaultRecordBatchBuilder(
+            magic=2,
+            compression_type=0,
+            is_transactional=False,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=_SYNC_BATCH_BYTES,
+        )
+        first = i
+        while i < len(syncs):
+            sync = syncs[i]
+            if builder.append(i - first, now, sync.encode_key(), sync.encode_value(), []) is None:
+                break
+            i += 1
+        out.append((builder.build(), i - first))
+    return out
 
 
 def _commit_as_member(offsets: list[TopicPartition], member: Consumer) -> None:

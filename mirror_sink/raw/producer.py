@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from kafka.protocol.producer import ProduceRequest
 
 from mirror_sink.core.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.offset_syncs import CycleOffsets
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.batches import rewrite_in_place
 from mirror_sink.raw.memory_budget import MemoryBudget
@@ -38,7 +40,14 @@ class _Outgoing:
     batch: memoryview
     records: int
     charge: int  # bytes to return to the memory budget once acknowledged
-    first_offset: int  # source offset, for messages
+    #: The records' source offsets: the first of ``records`` consecutive ones, each one's (a
+    #: re-encoded batch with gaps), or None for a batch that mirrors nothing (the offset syncs).
+    sources: int | Sequence[int] | None
+
+    @property
+    def first_source_offset(self) -> int | None:
+        s = self.sources
+        return s if isinstance(s, int) or s is None else (s[0] if s else None)
 
 
 @dataclass
@@ -52,7 +61,8 @@ class ProducePipeline:
     """Queues rewritten batches per target partition and keeps the leaders' connections busy.
 
     Every batch's bytes stay charged to ``budget`` until the target acknowledges them (or they are
-    dropped); they are given back here.
+    dropped); they are given back here. With ``offsets`` set, every acknowledged batch's source
+    offsets are recorded with the target offsets the Produce response gives (its base offset).
     """
 
     def __init__(
@@ -75,6 +85,7 @@ class ProducePipeline:
         #: A batch was queued since the last ``new_epoch`` or ``produced = False`` (its cycle ended).
         self.produced = False
         self.acked_records = 0
+        self.offsets: CycleOffsets | None = None
         self._produce_version = wire.negotiate(ProduceRequest, 8, 11)
 
     def new_epoch(self) -> None:
@@ -83,10 +94,19 @@ class ProducePipeline:
         self._sequence.clear()
         self._per_partition.clear()
 
-    def send(self, tp: TargetPartition, batch: memoryview, records: int, charge: int, first_offset: int) -> None:
+    def send(
+        self,
+        tp: TargetPartition,
+        batch: memoryview,
+        records: int,
+        charge: int,
+        sources: int | Sequence[int] | None,
+    ) -> None:
         """Queue ``batch`` (a writable view, rewritten here) for ``tp`` in the open cycle.
 
         ``charge`` bytes go back to the budget once the target acknowledges it (or it is dropped).
+        ``sources``: the first source offset of ``records`` consecutive ones, or each record's, or
+        None when the batch mirrors no source records.
         """
         if self._transactional and tp not in self._txn.partitions:
             self._txn.add_partitions([tp])
@@ -99,7 +119,7 @@ class ProducePipeline:
             transactional=self._transactional,
         )
         self._sequence[tp] = (seq + records) & 0x7FFFFFFF
-        self._outgoing.setdefault(tp, deque()).append(_Outgoing(batch, records, charge, first_offset))
+        self._outgoing.setdefault(tp, deque()).append(_Outgoing(batch, records, charge, sources))
         self.produced = True
 
     def queued(self, tp: TargetPartition) -> int:
@@ -189,8 +209,14 @@ class ProducePipeline:
             code = result.error_code if result is not None else KafkaErrorCode.UNKNOWN_SERVER_ERROR
             if code == _NONE:
                 self.acked_records += out.records
+                if self.offsets is not None and out.sources is not None:
+                    assert result is not None
+                    if isinstance(out.sources, int):
+                        self.offsets.add(tp, out.sources, result.base_offset, out.records)
+                    else:
+                        self.offsets.add_offsets(tp, out.sources, result.base_offset)
                 continue
-            where = f"target partition {tp} (source offset {out.first_offset})"
+            where = f"target partition {tp} (source offset {out.first_source_offset})"
             message = result.error_message if result is not None else None
             detail = f"{error_name(code)}: {message}" if message else error_name(code)
             if code in FENCED:

@@ -50,6 +50,7 @@ class RawPath:
         memory_bytes: int,
         chunk_bytes: int,
         log: Log,
+        sync_partition: TargetPartition | None = None,
     ) -> None:
         self.log = log
         self.budget = MemoryBudget(memory_bytes)
@@ -88,7 +89,9 @@ class RawPath:
             for wire in wires:
                 wire.close()
             raise
-        self.committer: Committer = RawCommitter(self.transactions, self.producer)
+        self.committer: Committer = RawCommitter(self.transactions, self.producer, sync_partition)
+        #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
+        self._with_syncs = {sync_partition} if sync_partition is not None and transactional_id else set()
         self._admin_props = dict(target_admin_props)
         self._client_id = client_id
         self._chunk_bytes = chunk_bytes
@@ -179,7 +182,8 @@ class RawPath:
         self.committer.begin()
         records = nbytes = done = 0
         try:
-            self.transactions.add_partitions({t for _, t, item in plan if item.batch is not None})
+            partitions = {t for _, t, item in plan if item.batch is not None}
+            self.transactions.add_partitions(partitions | self._with_syncs if partitions else partitions)
             for tp, target_tp, item in plan:
                 if item.batch is not None:
                     r, b = self._send(tp, target_tp, item)
@@ -213,14 +217,13 @@ class RawPath:
         where = f"source partition {tp} (codec {CODECS.get(codec, codec)})"
         rebuilt = reencode(item.batch, codec, item.start, limit, where)
         records = 0
-        for i, built in enumerate(rebuilt):
-            count = int.from_bytes(built[57:61], "big")
+        for i, (built, offsets) in enumerate(rebuilt):
             charge = item.size if i == len(rebuilt) - 1 else 0
-            self.producer.send(target_tp, memoryview(built), count, charge, item.start)
-            records += count
+            self.producer.send(target_tp, memoryview(built), len(offsets), charge, offsets)
+            records += len(offsets)
         if not rebuilt:
             self.budget.give_back(item.size)
-        return records, sum(len(b) for b in rebuilt)
+        return records, sum(len(r.batch) for r in rebuilt)
 
     def _max_message_bytes(self, topic: str) -> int:
         limit = self._limits.get(topic)

@@ -10,7 +10,7 @@ its id, epoch and sequence like any other.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
@@ -19,27 +19,35 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.raw.batches import CorruptBatch
 
 
+class Rebuilt(NamedTuple):
+    """A re-encoded batch and the source offset of each of its records (for the offset syncs)."""
+
+    batch: bytearray
+    offsets: list[int]
+
+
 @dataclass(frozen=True, slots=True)
 class _Record:
+    offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]]
 
 
-def reencode(batch: memoryview, codec: int, start_offset: int, max_batch_bytes: int, where: str) -> list[bytearray]:
+def reencode(batch: memoryview, codec: int, start_offset: int, max_batch_bytes: int, where: str) -> list[Rebuilt]:
     """The records of ``batch`` at or after ``start_offset`` as v2 batches of at most ``max_batch_bytes``.
 
     ``codec`` is the source batch's (kept where the target can decode it: every v2 codec).
     Raises TaskFailure naming ``where`` when a single record is larger than the target accepts.
     """
     records = [
-        _Record(r.timestamp, r.key, r.value, list(r.headers))
+        _Record(r.offset, r.timestamp, r.key, r.value, list(r.headers))
         for b in _batches(batch)
         for r in b
         if r.offset >= start_offset
     ]
-    out: list[bytearray] = []
+    out: list[Rebuilt] = []
     limit = max_batch_bytes
     i = 0
     while i < len(records):
@@ -52,7 +60,7 @@ def reencode(batch: memoryview, codec: int, start_offset: int, max_batch_bytes: 
                 )
             limit = max(limit // 2, 1)  # compression did not shrink it enough: smaller batches
             continue
-        out.append(built)
+        out.append(Rebuilt(built, [r.offset for r in records[i : i + taken]]))
         i += taken
     return out
 

@@ -2,14 +2,16 @@
 
 ``TransactionalCommitter`` (``transaction.producer=true``): records and offsets in one target
 transaction, the offsets sent with the shadow-group member's metadata so the group coordinator
-fences a stale owner (KIP-447). ``AtLeastOnceCommitter``: idempotent produce, then a plain offset
-commit by the same group member once every record is acknowledged.
+fences a stale owner (KIP-447); with an offset-syncs topic, the transaction also carries one
+offset sync per partition it moved, built from the delivery reports once every record is
+acknowledged. ``AtLeastOnceCommitter``: idempotent produce, then a plain offset commit by the same
+group member once every record is acknowledged.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -18,6 +20,7 @@ from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.clients import classify
 from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.retry import retry_call
 
@@ -39,16 +42,50 @@ _HANG_GRACE_S = 15.0
 
 
 class DeliveryTracker:
-    """Counts acknowledged deliveries and keeps the first error of each partition."""
+    """Keeps the first delivery error of each partition and, when offsets are tracked, the target
+    offset of every acknowledged record.
 
-    def __init__(self) -> None:
+    With ``track_offsets`` the copier notes each record's source offset in ``sources`` as it
+    produces it; librdkafka reports deliveries of a partition in produce order, so the n-th
+    acknowledged offset of a partition belongs to its n-th produced record.
+    """
+
+    def __init__(self, *, track_offsets: bool = False) -> None:
         self.errors: dict[TargetPartition, KafkaError] = {}
+        self.sources: dict[tuple[str, int], list[int]] | None = {} if track_offsets else None
+        self._targets: dict[tuple[str, int], list[int]] = {}
 
     def __call__(self, err: KafkaError | None, msg: object) -> None:
         """The producer's on_delivery callback."""
         if err is not None:
             topic, partition = msg.topic(), msg.partition()  # type: ignore[attr-defined]
             self.errors.setdefault(TargetPartition(topic, partition), err)
+        elif self.sources is not None:
+            key = (msg.topic(), msg.partition())  # type: ignore[attr-defined]
+            targets = self._targets.get(key)
+            if targets is None:
+                targets = self._targets[key] = []
+            targets.append(msg.offset())  # type: ignore[attr-defined]
+
+    def take_runs(self) -> dict[TargetPartition, tuple[SyncRun, ...]]:
+        """The cycle's source -> target runs; AbortCycle when a produced record is unacknowledged."""
+        sources, targets = self.sources or {}, self._targets
+        offsets = CycleOffsets()
+        for key, source_offsets in sources.items():
+            acked = targets.get(key, [])
+            if len(acked) != len(source_offsets):
+                raise AbortCycle(f"{len(source_offsets) - len(acked)} records to {key[0]}-{key[1]} unacknowledged")
+            tp = TargetPartition(*key)
+            for source, target in zip(source_offsets, acked, strict=True):
+                offsets.add(tp, source, target, 1)
+        self.forget_offsets()
+        return offsets.take()
+
+    def forget_offsets(self) -> None:
+        """Start the next cycle's offset tracking empty."""
+        if self.sources is not None:
+            self.sources.clear()
+        self._targets = {}
 
     def raise_if_fatal(self) -> None:
         """TaskFailure naming the partition when a delivery failed for a reason retries cannot fix."""
@@ -97,7 +134,19 @@ class _CommitterBase:
 
 
 class TransactionalCommitter(_CommitterBase):
-    """Exactly-once: one target transaction per cycle holds the records and the source offsets."""
+    """Exactly-once: one target transaction per cycle holds the records and the source offsets.
+
+    ``sync_topic``: where the transaction's offset syncs go (partition 0); the deliveries must
+    track offsets then.
+    """
+
+    def __init__(
+        self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float, sync_topic: str | None = None
+    ) -> None:
+        super().__init__(producer, deliveries, timeout_s)
+        if sync_topic is not None and deliveries.sources is None:
+            raise ValueError("offset syncs need a DeliveryTracker that tracks offsets")
+        self.sync_topic = sync_topic
 
     def start(self) -> None:
         """init_transactions: fences a previous instance of this task slot and aborts its open transaction."""
@@ -109,9 +158,14 @@ class TransactionalCommitter(_CommitterBase):
             _call("begin_transaction", self.producer.begin_transaction, self.timeout_s)
             self._open = True
 
-    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
-        """Send the offsets with the owning generation's metadata (fencing) and commit, all or nothing."""
+    def commit(
+        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+    ) -> None:
+        """Send the offset syncs and the offsets with the owning generation's metadata (fencing) and
+        commit, all or nothing."""
         self.begin()
+        if self.sync_topic is not None and spans:
+            self._produce_syncs(self.sync_topic, spans)
         _call(
             "send_offsets_to_transaction",
             lambda: self.producer.send_offsets_to_transaction(offsets, metadata, self.timeout_s),
@@ -125,11 +179,30 @@ class TransactionalCommitter(_CommitterBase):
         self._open = False
         self.deliveries.take()
 
+    def _produce_syncs(self, topic: str, spans: Sequence[SyncSpan]) -> None:
+        remaining = call_bounded("flush", lambda: self.producer.flush(self.timeout_s), self.timeout_s + _HANG_GRACE_S)
+        self.deliveries.raise_if_fatal()
+        errors = self.deliveries.take()
+        if remaining or errors:
+            raise AbortCycle(f"{remaining} records unacknowledged, delivery errors: {errors}")
+        try:
+            syncs = offset_syncs(spans, self.deliveries.take_runs())
+        except ValueError as exc:
+            raise TaskFailure(f"internal error: offset syncs do not match the cycle: {exc}") from exc
+        for sync in syncs:
+            while True:
+                try:
+                    self.producer.produce(topic, sync.encode_value(), sync.encode_key(), partition=0)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+
     def abort(self) -> None:
         """Abort the open transaction: none of its records or offsets ever become visible."""
         if self._open:
             _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
             self._open = False
+        self.deliveries.forget_offsets()
         self.deliveries.raise_if_fatal()
         self.deliveries.take()
 
@@ -144,8 +217,13 @@ class AtLeastOnceCommitter(_CommitterBase):
         """Mark the cycle as having work."""
         self._open = True
 
-    def commit(self, offsets: list[TopicPartition], member: Consumer, metadata: object) -> None:
-        """Commit ``offsets`` only once every record of the cycle is acknowledged (as the member now is)."""
+    def commit(
+        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+    ) -> None:
+        """Commit ``offsets`` only once every record of the cycle is acknowledged (as the member now is).
+
+        No offset syncs: without a transaction they could not be made atomic with the records.
+        """
         remaining = self.producer.flush(self.timeout_s)
         self.deliveries.raise_if_fatal()
         errors = self.deliveries.take()

@@ -20,13 +20,16 @@ class RecordCopier:
     LogAppendTime source keeps its times on the target (whose topics are provisioned as CreateTime).
     """
 
-    def __init__(self, producer: Producer) -> None:
+    def __init__(self, producer: Producer, sources: dict[tuple[str, int], list[int]] | None = None) -> None:
         self.producer = producer
+        #: Where each produced record's source offset is noted, per target partition (offset syncs).
+        self.sources = sources
 
     def copy(self, messages: Sequence[Message], target_topics: Mapping[str, str]) -> int:
         """Produce ``messages`` (all without error) and return their key + value bytes."""
         produced = 0
         produce, poll = self.producer.produce, self.producer.poll
+        sources = self.sources
         for msg in messages:
             key, value = msg.key(), msg.value()
             _, timestamp = msg.timestamp()
@@ -56,6 +59,11 @@ class RecordCopier:
                         # The transaction already failed in the background: void the cycle.
                         raise AbortCycle(f"producing to {topic}-{partition}: {err.str()}") from exc
                     raise
+            if sources is not None:
+                noted = sources.get((topic, partition))
+                if noted is None:
+                    noted = sources[(topic, partition)] = []
+                noted.append(cast(int, msg.offset()))
             produced += (len(key) if key else 0) + (len(value) if value else 0)
         poll(0)
         return produced

@@ -34,15 +34,16 @@ class RecordPath:
         transactional: bool,
         timeout_s: float,
         log: Log,
+        sync_topic: str | None = None,
     ) -> None:
         self.source = source
         self.producer = producer
         self.committer: Committer = (
-            TransactionalCommitter(producer, deliveries, timeout_s)
+            TransactionalCommitter(producer, deliveries, timeout_s, sync_topic)
             if transactional
             else AtLeastOnceCommitter(producer, deliveries, timeout_s)
         )
-        self.copier = RecordCopier(producer)
+        self.copier = RecordCopier(producer, deliveries.sources)
         self.log = log
         # Partitions rewound and not read since: their consumer position may predate the rewind.
         self._rewound: set[SourcePartition] = set()

@@ -16,6 +16,7 @@ from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
+from mirror_sink.failover.checkpointer import CheckpointEmitter
 from mirror_sink.worker.config_store import TargetState
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class ConnectorRuntime:
         self._lock = threading.RLock()
         self._next_refresh = 0.0
         self._transition: threading.Thread | None = None
+        self.checkpoints: CheckpointEmitter | None = None
         self._closed = False  # after shutdown no task may start, whatever transition is still running
 
     # -- target states -------------------------------------------------------------------------
@@ -114,10 +116,16 @@ class ConnectorRuntime:
             self.tasks = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in range(cfg.tasks_max)]
             for task in self.tasks:
                 task.start()
+            if cfg.emit_checkpoints and cfg.offset_syncs_partition is not None and self.checkpoints is None:
+                self.checkpoints = CheckpointEmitter(cfg)
+                self.checkpoints.start()
 
     def _stop_tasks(self) -> None:
         with self._lock:
             tasks, self.tasks = self.tasks, []
+            checkpoints, self.checkpoints = self.checkpoints, None
+        if checkpoints is not None:
+            checkpoints.stop()
         for task in tasks:
             task.stop(0)  # every task starts finishing its cycle at once ...
         for task in tasks:

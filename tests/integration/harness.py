@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from devkafka.data import (
     read_all,
     rec_from_message,
 )
+from mirror_sink.core.offset_syncs import OffsetSync, offset_syncs_topic
 
 Unique = Callable[[str], str]  # the `unique` fixture: a base name -> a name no other test uses
 
@@ -39,6 +41,9 @@ FAST_SETTINGS = {
     "target.cluster.consumer.session.timeout.ms": "6000",
     "target.cluster.consumer.heartbeat.interval.ms": "1000",
     "target.cluster.consumer.topic.metadata.refresh.interval.ms": "1000",
+    # Offset syncs stay on (every exactness test checks them); the checkpoint emitter, which scans
+    # every source group, runs only where a test asks for it.
+    "emit.checkpoints.enabled": "false",
 }
 
 
@@ -364,6 +369,8 @@ def assert_exact_mirror(
     ends = end_offsets(source.bootstrap_servers, source_topic)
     stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
     assert stored == {(target_topic, p): e for p, e in ends.items()}, "shadow group offsets != source end offsets"
+    if offset_syncs_of(target, target_topic):  # exactly-once worker runs write them; Spark and at-least-once do not
+        assert_offset_syncs_exact(source, source_topic, target, target_topic)
     return sum(len(r) for r in src.values())
 
 
@@ -397,3 +404,39 @@ def committed_data_batches(bootstrap: str, topic: str, partition: int) -> list[b
     return [
         bytes(item.batch) for item in read_committed_batches(bootstrap, topic, [partition])[partition] if item.batch
     ]
+
+
+def offset_syncs_of(target: KafkaEndpoint, target_topic: str, source_alias: str = "source") -> list[OffsetSync]:
+    """The committed offset syncs of ``target_topic``, in commit order."""
+    records = read_all(target.bootstrap_servers, offset_syncs_topic(source_alias)).get(0, [])
+    syncs = [OffsetSync.decode(r.key or b"", r.value or b"") for r in records]
+    return [s for s in syncs if s.target.topic == target_topic]
+
+
+def assert_offset_syncs_exact(
+    source: KafkaEndpoint, source_topic: str, target: KafkaEndpoint, target_topic: str, source_alias: str = "source"
+) -> None:
+    """The committed syncs map every mirrored source record to the target offset it really has.
+
+    Per partition: the syncs' source ranges follow each other with no overlap and no hole (an
+    aborted or zombie transaction's sync would overlap), and source offset -> target offset of each
+    record equals what reading both clusters shows.
+    """
+    syncs = offset_syncs_of(target, target_topic, source_alias)
+    assert syncs, f"no offset syncs for {target_topic}"
+    src = read_all(source.bootstrap_servers, source_topic)
+    tgt = read_all(target.bootstrap_servers, target_topic)
+    for p, records in src.items():
+        mine = [s for s in syncs if s.target.partition == p]
+        mapping: dict[int, int] = {}
+        for before, after in itertools.pairwise(mine):
+            assert after.source_start == before.source_end, f"{target_topic}-{p}: syncs overlap or leave a hole"
+        for sync in mine:
+            for run in sync.runs:
+                for i in range(run.length):
+                    assert run.source + i not in mapping, f"{target_topic}-{p}: source offset {run.source + i} twice"
+                    mapping[run.source + i] = run.target + i
+        assert sorted(mapping) == [r.offset for r in records], f"{target_topic}-{p}: syncs name other source offsets"
+        assert [mapping[r.offset] for r in records] == [r.offset for r in tgt.get(p, [])], (
+            f"{target_topic}-{p}: a sync names the wrong target offset"
+        )

@@ -198,7 +198,8 @@ def test_reencode_drops_records_before_the_start_and_closes_offset_gaps(
         assert "offset gaps" in str(forward_problem(header, 1000, 10**7))
     rebuilt = reencode(memoryview(batch), codec, start, 10**7, "t-0")
     assert len(rebuilt) == 1
-    out = rebuilt[0]
+    out, source_offsets = rebuilt[0]
+    assert source_offsets == [1000 + o for o in offsets[start_index:]]
     out_header = parse_header(memoryview(out))
     assert out_header.codec in (codec, 0)  # kept, unless compressing would not shrink the batch
     assert forward_problem(out_header, 0, 10**7) is None, "the result passes every broker rule"
@@ -211,7 +212,7 @@ def test_reencode_splits_a_batch_over_the_target_limit_and_fails_on_a_single_hug
     records: list[Record] = [(b"k%d" % i, bytes([i]) * 700, [], 1_700_000_000_000 + i) for i in range(20)]
     batch = build(records, 0)
     assert "max.message.bytes 3000" in str(forward_problem(parse_header(memoryview(batch)), 0, 3000))
-    parts = reencode(memoryview(batch), 0, 0, 3000, "t-0")
+    parts = [p.batch for p in reencode(memoryview(batch), 0, 0, 3000, "t-0")]
     assert len(parts) > 1 and all(len(p) <= 3000 for p in parts)
     assert [r[1:] for p in parts for r in decoded(p)] == [(k, v, h) for k, v, h, _ in records]
     with pytest.raises(TaskFailure, match=r"record too large for the target: a record of t-0"):

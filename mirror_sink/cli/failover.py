@@ -1,0 +1,64 @@
+"""``mirror-sink failover CONFIG``: commit every selected consumer group's exact position on the target."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from pathlib import Path
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.config_files import load_connector_config
+from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.failover.failover import Failover, FailoverRefused
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``failover`` verb."""
+    p = subparsers.add_parser(
+        "failover",
+        help="move consumer groups to the target at their exact positions",
+        description="With the source reachable: translate each selected source group's committed offsets exactly "
+        "(offset syncs) and commit them to the same-named groups on the target. With the source gone: use the "
+        "newest checkpoints. Nothing is committed unless every selected group can be moved.",
+    )
+    p.add_argument("config", type=Path, help="the mirror's connector config (Connect JSON or .properties)")
+    p.add_argument("--groups", help="regex of source groups to move (default: the config's groups / groups.exclude)")
+    p.add_argument("--dry-run", action="store_true", help="print the table; commit nothing")
+    p.add_argument(
+        "--wait-caught-up",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="first wait up to this long for the mirror to reach the source's last stable offsets (refuse if not)",
+    )
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """0 when every group moved (or the dry run planned), 1 when refused, 2 for a bad config or pattern."""
+    try:
+        config = MirrorSinkConfig.parse(load_connector_config(args.config))
+        if args.groups:
+            re.compile(args.groups)
+    except ConfigError as exc:
+        log.error("invalid connector config: %s", exc)
+        return 2
+    except re.error as exc:
+        log.error("invalid --groups regex %r: %s", args.groups, exc)
+        return 2
+    failover = Failover(config)
+    try:
+        plan = failover.plan(args.groups, args.wait_caught_up)
+        print(plan.table(), flush=True)
+        if args.dry_run:
+            print("dry run: nothing committed")
+            return 0
+        moved = failover.commit(plan)
+    except (FailoverRefused, TaskFailure) as exc:
+        print(f"failover refused: {exc}", flush=True)
+        return 1
+    print(f"failover done: {moved} groups moved ({plan.mode} mode)")
+    return 0

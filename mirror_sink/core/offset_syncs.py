@@ -1,0 +1,271 @@
+"""Offset syncs: which target offset every mirrored source offset landed at, written in the same transaction.
+
+For each target partition a transaction touches, the mirror writes one record to the offset-syncs
+topic on the target, inside that transaction, so the mapping is visible exactly when the records it
+describes are (read_committed), and a zombie's or an aborted cycle's mapping never is.
+
+A sync describes one transaction of one partition: the source range it consumed
+``[source_start, source_end)`` (the shadow group's offset before and after) and the runs of mirrored
+records in it, each ``(source offset, target offset, count)`` with both sides consecutive. Forwarded
+raw batches are one run each (and consecutive batches merge); compaction gaps, a start inside a
+batch, aborted transactions and control records only split runs. Source offsets inside the range and
+outside every run held no record to mirror.
+
+Translation (MirrorMaker 2's meaning, made exact): a source group's committed offset ``S`` maps to the
+target offset of the first mirrored record whose source offset is ``>= S``; when every source record
+below ``S`` is mirrored and none at or after it yet, to the target offset after the last mirrored one
+(the records between are only transaction markers).
+
+Encoding. Key: MirrorMaker 2's OffsetSync key (int16-length topic, int32 partition) of the target
+partition. Value: int16 version 0, int16-length source topic, int64 source_start, int64 source_end,
+int32 run count, then per run three unsigned LEB128 varints: the source offset's distance from the
+previous run's end (from ``source_start`` for the first), the target offset's distance from the
+previous run's end (absolute for the first), and the count. A typical sync is about 40 bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from mirror_sink.core.checkpoints import kafka_string, read_kafka_string
+from mirror_sink.core.partitions import TargetPartition
+
+VERSION = 0
+_HEAD = struct.Struct(">h")
+_RANGE = struct.Struct(">qqi")
+_PARTITION = struct.Struct(">i")
+
+
+def offset_syncs_topic(source_alias: str) -> str:
+    """The offset-syncs topic on the target, per source cluster alias.
+
+    Not MirrorMaker 2's ``mm2-offset-syncs.*`` name: its records hold runs, not MM2's single offset
+    pairs, and MM2's checkpoint task must not try to read them. ``.internal`` keeps it out of every
+    mirror's default ``topics.exclude``.
+    """
+    return f"mirror-sink-offset-syncs.{source_alias}.internal"
+
+
+class SyncRun(NamedTuple):
+    """``length`` mirrored records: source offsets ``source..source+length-1`` at ``target..target+length-1``."""
+
+    source: int
+    target: int
+    length: int
+
+
+class SyncSpan(NamedTuple):
+    """What a transaction consumed from one source partition and where it went."""
+
+    target: TargetPartition
+    source_topic: str
+    source_start: int  # the shadow group's offset before the transaction
+    source_end: int  # ... and after it
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSync:
+    """One transaction's mapping for one target partition."""
+
+    target: TargetPartition
+    source_topic: str
+    source_start: int
+    source_end: int
+    runs: tuple[SyncRun, ...]
+
+    def encode_key(self) -> bytes:
+        """MirrorMaker 2's OffsetSync key layout: the target topic and partition."""
+        return kafka_string(self.target.topic) + _PARTITION.pack(self.target.partition)
+
+    def encode_value(self) -> bytes:
+        """The compact value (see the module docstring)."""
+        out = bytearray(_HEAD.pack(VERSION))
+        out += kafka_string(self.source_topic)
+        out += _RANGE.pack(self.source_start, self.source_end, len(self.runs))
+        source, target = self.source_start, 0
+        for run in self.runs:
+            _varint(out, run.source - source)
+            _varint(out, run.target - target)
+            _varint(out, run.length)
+            source, target = run.source + run.length, run.target + run.length
+        return bytes(out)
+
+    @classmethod
+    def decode(cls, key: bytes, value: bytes) -> OffsetSync:
+        """Parse a record written by ``encode_key`` / ``encode_value``; ValueError if it is not one."""
+        try:
+            topic, at = read_kafka_string(key, 0)
+            (partition,) = _PARTITION.unpack_from(key, at)
+            (version,) = _HEAD.unpack_from(value, 0)
+            if version != VERSION:
+                raise ValueError(f"offset sync version {version} (this reader knows {VERSION})")
+            source_topic, at = read_kafka_string(value, 2)
+            source_start, source_end, count = _RANGE.unpack_from(value, at)
+            at += _RANGE.size
+            runs = []
+            source, target = source_start, 0
+            for _ in range(count):
+                ds, at = _read_varint(value, at)
+                dt, at = _read_varint(value, at)
+                n, at = _read_varint(value, at)
+                run = SyncRun(source + ds, target + dt, n)
+                runs.append(run)
+                source, target = run.source + n, run.target + n
+        except (struct.error, IndexError, UnicodeDecodeError) as exc:
+            raise ValueError(f"not an offset sync record: {exc}") from exc
+        return cls(TargetPartition(topic, partition), source_topic, source_start, source_end, tuple(runs))
+
+
+class CycleOffsets:
+    """The runs of the open cycle per target partition, as the target acknowledges its records."""
+
+    __slots__ = ("_runs",)
+
+    def __init__(self) -> None:
+        self._runs: dict[TargetPartition, list[list[int]]] = {}
+
+    def add(self, tp: TargetPartition, source: int, target: int, count: int) -> None:
+        """``count`` records with consecutive source offsets from ``source`` landed from ``target`` on."""
+        runs = self._runs.get(tp)
+        if runs is None:
+            self._runs[tp] = [[source, target, count]]
+            return
+        last = runs[-1]
+        n = last[2]
+        if last[0] + n == source and last[1] + n == target:
+            last[2] = n + count
+        else:
+            runs.append([source, target, count])
+
+    def add_offsets(self, tp: TargetPartition, sources: Iterable[int], target: int) -> None:
+        """Records with these source offsets (ascending) landed at consecutive offsets from ``target``."""
+        for i, source in enumerate(sources):
+            self.add(tp, source, target + i, 1)
+
+    def take(self) -> dict[TargetPartition, tuple[SyncRun, ...]]:
+        """The cycle's runs; the collector starts empty again."""
+        runs, self._runs = self._runs, {}
+        return {tp: tuple(SyncRun(*r) for r in rs) for tp, rs in runs.items()}
+
+    def clear(self) -> None:
+        """Forget the cycle (it was aborted)."""
+        self._runs = {}
+
+
+def offset_syncs(spans: Iterable[SyncSpan], runs: Mapping[TargetPartition, tuple[SyncRun, ...]]) -> list[OffsetSync]:
+    """One sync per span; raises ValueError when runs were acknowledged for a partition with no span."""
+    spans = list(spans)
+    unexplained = set(runs) - {s.target for s in spans}
+    if unexplained:
+        raise ValueError(f"records acknowledged on {sorted(unexplained)} but no source offset moved there")
+    return [OffsetSync(s.target, s.source_topic, s.source_start, s.source_end, runs.get(s.target, ())) for s in spans]
+
+
+class PartitionIndex:
+    """Every committed sync of one target partition, for exact translation.
+
+    Runs are kept in three int64 arrays (24 bytes per run; a run per transaction per partition in
+    the common case). A sync that starts below what is known (the shadow group was reset and the
+    source re-mirrored) replaces what it overlaps: the newest mapping wins.
+    """
+
+    __slots__ = ("_count", "_source", "_target", "source_end", "source_start")
+
+    def __init__(self) -> None:
+        self._source = array("q")
+        self._target = array("q")
+        self._count = array("q")
+        self.source_start: int | None = None  # lowest source offset the known syncs cover
+        self.source_end = -1  # every source offset below it is mirrored and known
+
+    def add(self, sync: OffsetSync) -> None:
+        """Take a committed sync (in commit order)."""
+        if self.source_start is None or sync.source_start < self.source_start:
+            self._forget_from(-1)  # first sync, or a re-mirror from below everything known
+            self.source_start = sync.source_start
+            self.source_end = sync.source_start
+        elif sync.source_start < self.source_end:
+            self._forget_from(sync.source_start)  # re-mirrored: the newest mapping wins
+            self.source_end = sync.source_start
+        for run in sync.runs:
+            self._source.append(run.source)
+            self._target.append(run.target)
+            self._count.append(run.length)
+        self.source_end = max(self.source_end, sync.source_end)
+
+    def _forget_from(self, source: int) -> None:
+        while self._source and self._source[-1] >= source:
+            for a in (self._source, self._target, self._count):
+                a.pop()
+        if self._source and self._source[-1] + self._count[-1] > source:
+            self._count[-1] = source - self._source[-1]
+
+    @property
+    def runs(self) -> int:
+        """Runs held (for memory estimates)."""
+        return len(self._source)
+
+    def translate(self, source_offset: int) -> int | None:
+        """The target offset of the first mirrored record at or after ``source_offset``; None when
+        that is not known yet (not mirrored that far) or no longer (below the oldest sync kept)."""
+        if self.source_start is None or source_offset < self.source_start or source_offset > self.source_end:
+            return None
+        i = bisect_right(self._source, source_offset) - 1
+        if i >= 0 and source_offset < self._source[i] + self._count[i]:
+            return self._target[i] + source_offset - self._source[i]
+        if i + 1 < len(self._source):
+            return self._target[i + 1]
+        if not self._source:
+            return None  # nothing mirrored yet: no target offset to name
+        return self._target[-1] + self._count[-1]
+
+
+class OffsetIndex:
+    """Committed syncs of every target partition."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[TargetPartition, PartitionIndex] = {}
+        self.source_topics: dict[TargetPartition, str] = {}
+
+    def add(self, sync: OffsetSync) -> None:
+        """Take a committed sync."""
+        index = self.partitions.get(sync.target)
+        if index is None:
+            index = self.partitions[sync.target] = PartitionIndex()
+        index.add(sync)
+        self.source_topics[sync.target] = sync.source_topic
+
+    def translate(self, target: TargetPartition, source_offset: int) -> int | None:
+        """The exact target offset for a source group at ``source_offset`` (see ``PartitionIndex``)."""
+        index = self.partitions.get(target)
+        return None if index is None else index.translate(source_offset)
+
+    def mirrored_to(self, target: TargetPartition) -> int | None:
+        """The source offset below which everything of ``target``'s source partition is mirrored."""
+        index = self.partitions.get(target)
+        return None if index is None or index.source_start is None else index.source_end
+
+
+def _varint(out: bytearray, n: int) -> None:
+    if n < 0:
+        raise ValueError(f"offset runs must ascend (delta {n})")
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _read_varint(buf: bytes, at: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = buf[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, at
+        shift += 7

@@ -1,0 +1,254 @@
+"""``mirror-sink failover``: move consumer groups to the target at their exact positions.
+
+Planned (the source is reachable, e.g. a migration): optionally wait until the mirror has reached the
+source's last stable offsets, read every selected source group's committed offsets and translate
+them exactly with the offset syncs. Disaster (the source is gone): use the newest checkpoints and say
+how old they are. Either way the plan is a table, and nothing is committed unless every selected
+group can be moved: a group active on the target, an unknown group or an offset the mirror has not
+reached stops the whole failover with a message naming it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core import clients
+from mirror_sink.core.checkpoints import checkpoints_topic
+from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.offset_syncs import OffsetIndex
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.groups import IDLE_STATES, GroupActive, commit_offsets, committed_offsets, list_groups
+from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints
+from mirror_sink.failover.translation import Translation, source_partitions, translate_group
+
+_SOURCE_PROBE_S = 10.0
+
+
+class FailoverRefused(Exception):
+    """The failover cannot be done as asked; nothing was committed."""
+
+
+@dataclass
+class FailoverPlan:
+    """What the failover would commit, and how it knows."""
+
+    mode: str  # "planned" (exact, from the offset syncs) or "disaster" (from the newest checkpoints)
+    translations: list[Translation]
+    behind: dict[TargetPartition, int] = field(default_factory=dict)  # target LSO - target offset
+    checkpoint_age_s: dict[tuple[str, TargetPartition], float] = field(default_factory=dict)
+    unchanged: set[tuple[str, TargetPartition]] = field(default_factory=set)  # target already there or ahead
+
+    def table(self) -> str:
+        """The plan as a table for operators."""
+        header = ("group", "topic", "partition", "source offset -> target offset", "offsets to end")
+        rows: list[tuple[str, ...]] = [header]
+        if self.mode == "disaster":
+            rows = [(*header, "checkpoint age")]
+        for t in self.translations:
+            arrow = f"{t.source_offset} -> {t.target_offset if t.target_offset is not None else '?'}"
+            if (t.group, t.target) in self.unchanged:
+                arrow += " (target group already there or ahead: left)"
+            behind = self.behind.get(t.target)
+            lag = "" if behind is None or t.target_offset is None else str(max(0, behind - t.target_offset))
+            row: tuple[str, ...] = (t.group, t.target.topic, str(t.target.partition), arrow, lag)
+            if self.mode == "disaster":
+                row = (*row, f"{self.checkpoint_age_s.get((t.group, t.target), 0.0):.0f} s")
+            rows.append(row)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+
+class Failover:
+    """Plans and commits a failover for one connector's config."""
+
+    def __init__(self, config: MirrorSinkConfig, say: Callable[[str], None] = print) -> None:
+        self.config = config
+        self.say = say
+        self._client_id = f"{config.name}-failover"
+
+    def plan(self, groups: str | None, wait_caught_up_s: float) -> FailoverPlan:
+        """Decide every group's target position; FailoverRefused when any cannot be moved."""
+        pattern = re.compile(groups) if groups else None
+        try:
+            source_groups = list_groups(clients.admin(self.config.source_admin(), self._client_id), _SOURCE_PROBE_S)
+        except TaskFailure as exc:
+            self.say(f"source cluster {self.config.source_bootstrap} unreachable ({exc}): using the latest checkpoints")
+            plan = self._from_checkpoints(pattern)
+        else:
+            plan = self._from_syncs(pattern, source_groups, wait_caught_up_s)
+        self._check_target_groups(plan)
+        return plan
+
+    def commit(self, plan: FailoverPlan) -> int:
+        """Commit every group's positions; returns the number of groups moved."""
+        by_group: dict[str, dict[tuple[str, int], int]] = {}
+        for t in plan.translations:
+            if t.target_offset is not None and (t.group, t.target) not in plan.unchanged:
+                by_group.setdefault(t.group, {})[t.target] = t.target_offset
+        for group, offsets in sorted(by_group.items()):
+            try:
+                commit_offsets(self.config.target_consumer(), group, offsets, self._client_id)
+            except GroupActive as exc:
+                raise FailoverRefused(f"{exc}; stop its consumers and run failover again") from exc
+            self.say(f"committed {len(offsets)} partitions of group {group} on the target")
+        return len(by_group)
+
+    # -- planned: exact, from the offset syncs ---------------------------------------------------
+    def _from_syncs(
+        self, pattern: re.Pattern[str] | None, source_groups: dict[str, str], wait_s: float
+    ) -> FailoverPlan:
+        syncs = self.config.offset_syncs_partition
+        if syncs is None:
+            raise FailoverRefused(
+                "offset syncs are off (emit.offset-syncs.enabled=false or transaction.producer=false)"
+            )
+        reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+        try:
+            index = self._wait_caught_up(reader, wait_s)
+        finally:
+            reader.close()
+        selected = self._select(pattern, source_groups)
+        translations: list[Translation] = []
+        partitions = list(source_partitions(index))
+        for group in selected:
+            committed = committed_offsets(self.config.source_consumer(), group, partitions, self._client_id)
+            if not committed:
+                self.say(f"group {group} has no committed offset on a mirrored partition: nothing to move")
+            translations += translate_group(group, committed, index)
+        missing = [t for t in translations if t.target_offset is None]
+        if missing:
+            where = ", ".join(
+                f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset}" for t in missing
+            )
+            raise FailoverRefused(
+                f"the mirror has not reached these committed offsets yet: {where} "
+                "(let it catch up, or use --wait-caught-up SECONDS)"
+            )
+        plan = FailoverPlan("planned", translations)
+        plan.behind = self._target_ends({t.target for t in translations})
+        return plan
+
+    def _wait_caught_up(self, reader: OffsetSyncReader, wait_s: float) -> OffsetIndex:
+        deadline = time.monotonic() + wait_s
+        source = _reader(self.config.source_consumer(), self._client_id)
+        try:
+            while True:
+                index = reader.catch_up()
+                behind = {}
+                for (topic, partition), target in source_partitions(index).items():
+                    end = _stable_end(source, topic, partition)
+                    mirrored = index.mirrored_to(target) or 0
+                    if end > mirrored:
+                        behind[f"{topic}-{partition}"] = end - mirrored
+                if not behind:
+                    self.say("the mirror has reached the source's last stable offsets")
+                    return index
+                if time.monotonic() >= deadline:
+                    if wait_s > 0:
+                        worst = ", ".join(f"{k} by {v}" for k, v in sorted(behind.items())[:10])
+                        raise FailoverRefused(
+                            f"the mirror did not reach the source's last stable offsets within {wait_s:.0f} s: {worst}"
+                        )
+                    total = sum(behind.values())
+                    self.say(f"note: the mirror is {total} offsets behind the source on {len(behind)} partitions")
+                    return index
+                self.say(f"waiting for the mirror: {sum(behind.values())} offsets behind on {len(behind)} partitions")
+                time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
+        finally:
+            source.close()
+
+    def _select(self, pattern: re.Pattern[str] | None, groups: dict[str, str]) -> list[str]:
+        if pattern is not None:
+            selected = sorted(g for g in groups if pattern.fullmatch(g))
+            if not selected:
+                known = ", ".join(sorted(groups)[:20]) or "none"
+                raise FailoverRefused(f"no consumer group on the source matches {pattern.pattern!r} (groups: {known})")
+            return selected
+        group_filter = self.config.group_filter()
+        selected = sorted(g for g in groups if group_filter.accepts(g))
+        if not selected:
+            raise FailoverRefused("no consumer group on the source passes groups / groups.exclude")
+        return selected
+
+    # -- disaster: from the newest checkpoints ---------------------------------------------------
+    def _from_checkpoints(self, pattern: re.Pattern[str] | None) -> FailoverPlan:
+        topic = checkpoints_topic(self.config.source_alias)
+        try:
+            stored = read_checkpoints(self.config.target_consumer(), topic, f"{self._client_id}-checkpoints")
+        except TaskFailure as exc:
+            raise FailoverRefused(f"the source is unreachable and the checkpoints cannot be read: {exc}") from exc
+        groups = {g for g, _ in stored}
+        selected = set(self._select(pattern, dict.fromkeys(groups, "UNKNOWN")))
+        now_ms = time.time() * 1000
+        plan = FailoverPlan("disaster", [])
+        for (group, target), s in sorted(stored.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            if group not in selected:
+                continue
+            cp = s.checkpoint
+            upstream_topic = target.topic  # the source name is not in a checkpoint; show the target's
+            plan.translations.append(
+                Translation(group, upstream_topic, target, cp.upstream_offset, cp.downstream_offset)
+            )
+            plan.checkpoint_age_s[(group, target)] = max(0.0, (now_ms - s.timestamp_ms) / 1000)
+        oldest = max(plan.checkpoint_age_s.values(), default=0.0)
+        self.say(
+            f"using {len(plan.translations)} checkpoints of {len(selected)} groups; the oldest is {oldest:.0f} s old"
+        )
+        plan.behind = self._target_ends({t.target for t in plan.translations})
+        return plan
+
+    # -- the target side -------------------------------------------------------------------------
+    def _check_target_groups(self, plan: FailoverPlan) -> None:
+        states = list_groups(clients.admin(self.config.target_admin(), self._client_id))
+        active = sorted({t.group for t in plan.translations if states.get(t.group, "UNKNOWN") not in IDLE_STATES})
+        if active:
+            detail = ", ".join(f"{g} ({states[g]})" for g in active)
+            raise FailoverRefused(
+                f"consumer groups active on the target: {detail}; stop their consumers there first (nothing committed)"
+            )
+        by_group: dict[str, list[Translation]] = {}
+        for t in plan.translations:
+            by_group.setdefault(t.group, []).append(t)
+        for group, ts in by_group.items():
+            current = committed_offsets(self.config.target_consumer(), group, [t.target for t in ts], self._client_id)
+            for t in ts:
+                have = current.get(t.target)
+                if have is not None and t.target_offset is not None and have >= t.target_offset:
+                    plan.unchanged.add((group, t.target))
+
+    def _target_ends(self, targets: set[TargetPartition]) -> dict[TargetPartition, int]:
+        target = _reader(self.config.target_consumer(), self._client_id)
+        try:
+            return {tp: _stable_end(target, tp.topic, tp.partition) for tp in targets}
+        finally:
+            target.close()
+
+
+def _reader(props: dict[str, str], client_id: str) -> Consumer:
+    return Consumer(
+        {
+            **props,
+            "logger": LIBRDKAFKA_LOG,
+            "client.id": client_id,
+            "group.id": f"{client_id}-probe",
+            "isolation.level": "read_committed",
+        }
+    )
+
+
+def _stable_end(consumer: Consumer, topic: str, partition: int) -> int:
+    """The partition's last stable offset (a read_committed consumer's watermark query returns it)."""
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
+    except KafkaException as exc:
+        raise TaskFailure(f"cannot read the end offset of {topic}-{partition}: {exc.args[0].str()}") from exc
+    return int(end)

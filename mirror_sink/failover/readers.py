@@ -1,0 +1,119 @@
+"""Read the failover topics on the target: the offset syncs (read_committed, incrementally) and the checkpoints."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from mirror_sink.core.checkpoints import Checkpoint
+from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync
+from mirror_sink.core.partitions import TargetPartition
+
+log = logging.getLogger(__name__)
+
+
+def _reader(props: Mapping[str, str], client_id: str, isolation: str) -> Consumer:
+    return Consumer(
+        {
+            **props,
+            "logger": LIBRDKAFKA_LOG,
+            "client.id": client_id,
+            "group.id": f"{client_id}-unused",  # never joined, never committed
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+class _TopicReader:
+    """Reads partition 0 of one topic up to its end as of each call."""
+
+    def __init__(self, props: Mapping[str, str], topic: str, client_id: str, isolation: str) -> None:
+        self.topic = topic
+        self.tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        self.consumer = _reader(props, client_id, isolation)
+        self.consumer.assign([self.tp])
+        self.position = 0
+
+    def read_new(self, timeout_s: float) -> list[tuple[bytes, bytes, int]]:
+        """(key, value, timestamp ms) of every record up to the topic's current end (LSO when read_committed)."""
+        try:
+            _, end = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s, cached=False)
+        except KafkaException as exc:
+            raise TaskFailure(f"cannot read the end offset of {self.topic} on the target: {exc.args[0].str()}") from exc
+        out: list[tuple[bytes, bytes, int]] = []
+        deadline = time.monotonic() + timeout_s
+        while self.position < end:
+            if time.monotonic() > deadline:
+                raise TaskFailure(
+                    f"reading {self.topic} on the target: at offset {self.position} of {end} after {timeout_s:.0f} s"
+                )
+            for msg in self.consumer.consume(10_000, 0.5):
+                err = msg.error()
+                if err is not None:
+                    raise TaskFailure(f"reading {self.topic} on the target: {err.str()}")
+                out.append((msg.key() or b"", msg.value() or b"", msg.timestamp()[1]))
+            positions = self.consumer.position([TopicPartition(self.topic, 0)])
+            if positions and positions[0].offset >= 0:
+                self.position = positions[0].offset
+        return out
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class OffsetSyncReader:
+    """The committed offset syncs of one source alias, as an ``OffsetIndex`` kept up to date."""
+
+    def __init__(self, target_props: Mapping[str, str], topic: str, client_id: str) -> None:
+        self._reader = _TopicReader(target_props, topic, client_id, "read_committed")
+        self.index = OffsetIndex()
+        self.skipped = 0
+
+    def catch_up(self, timeout_s: float = 60.0) -> OffsetIndex:
+        """Read every sync committed since the last call."""
+        for key, value, _ in self._reader.read_new(timeout_s):
+            try:
+                self.index.add(OffsetSync.decode(key, value))
+            except ValueError as exc:
+                self.skipped += 1
+                log.warning("skipping a record of %s that is not an offset sync: %s", self._reader.topic, exc)
+        return self.index
+
+    def close(self) -> None:
+        """Release the consumer."""
+        self._reader.close()
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """A checkpoint as read back, with the time it was written."""
+
+    checkpoint: Checkpoint
+    timestamp_ms: int
+
+
+def read_checkpoints(
+    target_props: Mapping[str, str], topic: str, client_id: str, timeout_s: float = 60.0
+) -> dict[tuple[str, TargetPartition], StoredCheckpoint]:
+    """The newest checkpoint of every (group, target partition) in ``topic`` (MM2's or ours)."""
+    reader = _TopicReader(target_props, topic, client_id, "read_committed")
+    try:
+        latest: dict[tuple[str, TargetPartition], StoredCheckpoint] = {}
+        for key, value, ts in reader.read_new(timeout_s):
+            try:
+                cp = Checkpoint.decode(key, value)
+            except ValueError:
+                continue  # MM2's reader skips what it cannot parse too
+            latest[(cp.group, cp.target)] = StoredCheckpoint(cp, ts)
+        return latest
+    finally:
+        reader.close()

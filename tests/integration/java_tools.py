@@ -1,0 +1,46 @@
+"""Kafka's own Java tools as oracles: run small single-file Java programs against the cached Kafka jars."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from devkafka.jars import KafkaJars
+
+JAVA_DIR = Path(__file__).parent / "java"
+
+#: Beyond the caller's timeout: JVM start and in-memory compile (~1 s), and the consumer's
+#: ``endOffsets`` inside ``MirrorClient``, bound by ``default.api.timeout.ms`` (60 s), not by the
+#: timeout passed to ``translateOffsets`` (MirrorClient forwards no other consumer setting).
+_JVM_MARGIN_S = 90.0
+
+
+class JavaToolError(RuntimeError):
+    """A Java tool exited non-zero; the message carries its stderr."""
+
+
+def java_translate_offsets(
+    bootstrap: str, source_alias: str, group: str, timeout_s: float = 60
+) -> dict[tuple[str, int], int]:
+    """``RemoteClusterUtils.translateOffsets`` run by Kafka itself against ``bootstrap`` (the target).
+
+    Reads ``<source_alias>.checkpoints.internal`` (DefaultReplicationPolicy) and returns the
+    downstream offset of every ``(topic, partition)`` checkpointed for ``group``; raises
+    :class:`JavaToolError` with the JVM's stderr if the program fails.
+    """
+    jars = KafkaJars.ensure()
+    cmd = [
+        os.environ.get("JAVA", "java"), "-cp", jars.classpath, str(JAVA_DIR / "TranslateOffsets.java"),
+        bootstrap, source_alias, group, str(int(timeout_s * 1000)),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + _JVM_MARGIN_S, check=False)
+    if proc.returncode != 0:
+        raise JavaToolError(
+            f"TranslateOffsets {source_alias!r} {group!r} at {bootstrap} exited {proc.returncode}:\n{proc.stderr}"
+        )
+    offsets: dict[tuple[str, int], int] = {}
+    for line in proc.stdout.splitlines():
+        topic, partition, offset = line.rsplit("\t", 2)
+        offsets[(topic, int(partition))] = int(offset)
+    return offsets

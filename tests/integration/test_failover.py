@@ -1,0 +1,290 @@
+"""Exact consumer failover on real clusters: offset syncs, checkpoints Kafka's tools read, group sync, the command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import (
+    ProduceSpec,
+    Rec,
+    committed_offsets,
+    create_topic,
+    end_offsets,
+    produce,
+    read_all,
+    rec_from_message,
+)
+from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
+from tests.integration.conftest import MirrorFactory
+from tests.integration.harness import (
+    TransactionalLoad,
+    Unique,
+    assert_exact_mirror,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
+from tests.integration.java_tools import java_translate_offsets
+from tests.integration.test_raw_mode import _has_offset_gaps, _stop_compacting
+
+CHECKPOINTS = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}
+
+
+def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _resume(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, list[Rec]]:
+    """What a consumer of ``group`` reads on ``topic`` from its committed offsets to the end."""
+    ends = end_offsets(bootstrap, topic)
+    committed = committed_offsets(bootstrap, group, [(topic, p) for p in range(partitions)])
+    out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "error",
+            "enable.partition.eof": True,
+        }
+    )
+    pending = {p for p in range(partitions) if committed[(topic, p)] < ends[p]}
+    assert all(committed[(topic, p)] >= 0 for p in range(partitions)), f"{group} has no offset on {topic}"
+    consumer.assign([TopicPartition(topic, p, committed[(topic, p)]) for p in pending])
+    deadline = time.monotonic() + 60
+    try:
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 0.5):
+                err = msg.error()
+                if err is not None:
+                    assert err.code() == KafkaError._PARTITION_EOF, err.str()
+                    pending.discard(msg.partition() or 0)
+                    continue
+                rec = rec_from_message(msg)
+                p = rec.partition
+                out[p].append(rec)
+                if rec.offset + 1 >= ends[p]:
+                    pending.discard(p)
+    finally:
+        consumer.close()
+    assert not pending, f"{group} did not reach the end of {topic}"
+    return out
+
+
+def _failover(config: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / f"failover-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps({"name": config["name"], "config": config}))
+    return subprocess.run(
+        [sys.executable, "-m", "mirror_sink.cli", "failover", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def _make_sources(source: KafkaEndpoint, prefix: str) -> dict[str, int]:
+    """Aborted transactions (lz4), a zstd topic of big batches, a compacted topic with offset gaps."""
+    txn, big, compacted = f"{prefix}-txn", f"{prefix}-zstd", f"{prefix}-compacted"
+    create_topic(source.bootstrap_servers, txn, 3)
+    load = TransactionalLoad(source.bootstrap_servers, txn, 3, 900, per_txn=60, abort_every=4, txn_id=f"{prefix}-l")
+    load.start()
+    create_topic(source.bootstrap_servers, big, 2)
+    now = int(time.time() * 1000)
+    records = [Rec(b"k%d" % i, b"v%d-" % i * 20, (), now + i, i % 2) for i in range(800)]
+    produce(source.bootstrap_servers, big, records, ProduceSpec(compression="zstd", batch_bytes=16384))
+    compact_fast = {
+        "cleanup.policy": "compact",
+        "segment.ms": "100",
+        "min.cleanable.dirty.ratio": "0.001",
+        "min.compaction.lag.ms": "0",
+        "delete.retention.ms": "100",
+    }
+    create_topic(source.bootstrap_servers, compacted, 1, compact_fast)
+    spec = ProduceSpec(compression="gzip", batch_bytes=8192)
+    for round_ in range(25):
+        keys = [k for k in range(40) if round_ == 0 or k % 2 == 0]
+        produce(source.bootstrap_servers, compacted, [Rec(b"key-%d" % k, b"v%d-" % round_ * 30) for k in keys], spec)
+        time.sleep(0.2)
+    wait_until(lambda: _has_offset_gaps(source.bootstrap_servers, compacted), 120, "the log cleaner to leave gaps")
+    _stop_compacting(source.bootstrap_servers, compacted)
+    load.join(120)
+    return {txn: 3, big: 2, compacted: 1}
+
+
+def _commit_groups(source: KafkaEndpoint, topics: dict[str, int], mid: str, end: str) -> dict[str, dict[int, int]]:
+    """``mid`` stops inside batches (and, on the compacted topic, on an offset compaction removed);
+    ``end`` has read everything. Returns mid's offsets per topic."""
+    mids: dict[str, dict[int, int]] = {}
+    for topic, partitions in topics.items():
+        data = read_all(source.bootstrap_servers, topic)
+        ends = end_offsets(source.bootstrap_servers, topic)
+        offsets = {}
+        for p in range(partitions):
+            recs = data[p]
+            offset = recs[len(recs) // 2].offset + 1  # the record after the middle one: inside a batch
+            present = {r.offset for r in recs}
+            gaps = [o for o in range(recs[0].offset, recs[-1].offset) if o not in present]
+            if gaps:
+                offset = gaps[len(gaps) // 2]  # an offset that holds no record any more
+            offsets[p] = offset
+        mids[topic] = offsets
+        _commit(source.bootstrap_servers, mid, {(topic, p): o for p, o in offsets.items()})
+        _commit(source.bootstrap_servers, end, {(topic, p): ends[p] for p in range(partitions)})
+    return mids
+
+
+@pytest.mark.parametrize("mode", ["raw", "record"])
+def test_failover_resumes_every_group_exactly(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path, mode: str
+) -> None:
+    prefix, name = unique(f"fo{mode}"), unique(f"fo{mode}")
+    mid, end = unique("app-mid"), unique("app-end")
+    topics = _make_sources(source, prefix)
+    mids = _commit_groups(source, topics, mid, end)
+    config = mirror_config(name, source, target, rf"{prefix}-.*", **{"mirror.mode": mode}, **CHECKPOINTS)
+    proc = mirror(config).start()
+    wait_until(lambda: "mirrored" in proc.log_text() or not proc.alive(), 60, "a first commit")
+    proc.kill()  # SIGKILL mid-run: its open transaction and offset syncs are never seen
+    proc = mirror(config).start()
+    try:
+        for topic in topics:
+            caught_up = partial(shadow_caught_up, source, topic, target, f"source.{topic}", f"connect-{name}")
+            wait_until(caught_up, 90, f"{topic} mirrored")
+            assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}")
+
+        # MirrorMaker 2's own reader of checkpoints (Kafka's RemoteClusterUtils) agrees with our translation.
+        expected: dict[tuple[str, int], int] = {}
+
+        def java_sees_all() -> bool:
+            nonlocal expected
+            expected = java_translate_offsets(target.bootstrap_servers, "source", mid)
+            return len([k for k in expected if k[0].startswith(f"source.{prefix}-")]) == sum(topics.values())
+
+        wait_until(java_sees_all, 60, "checkpoints of the mid group", interval=2)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+    result = _failover(config, tmp_path, "--groups", f"{mid}|{end}", "--wait-caught-up", "60")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "source offset -> target offset" in result.stdout and "planned" in result.stdout
+
+    src_all = {topic: read_all(source.bootstrap_servers, topic) for topic in topics}
+    for topic, partitions in topics.items():
+        target_topic = f"source.{topic}"
+        committed = committed_offsets(target.bootstrap_servers, mid, [(target_topic, p) for p in range(partitions)])
+        for p in range(partitions):
+            assert committed[(target_topic, p)] == expected[(target_topic, p)], "failover != RemoteClusterUtils"
+        got = _resume(target.bootstrap_servers, mid, target_topic, partitions)
+        for p in range(partitions):
+            want = [r.content() for r in src_all[topic][p] if r.offset >= mids[topic][p]]
+            assert [r.content() for r in got[p]] == want, f"{mid} on {target_topic}-{p}: re-read or skipped records"
+            assert want, "the mid group must have records left to read"
+        rest = _resume(target.bootstrap_servers, end, target_topic, partitions)
+        assert all(not recs for recs in rest.values()), f"{end} re-read records on {target_topic}"
+
+
+def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+) -> None:
+    topic, name = unique("dr"), unique("dr")
+    mid, busy, unknown = unique("dr-mid"), unique("dr-busy"), unique("dr-none")
+    create_topic(source.bootstrap_servers, topic, 2)
+    now = int(time.time() * 1000)
+    produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i, i % 2) for i in range(400)])
+    _commit(source.bootstrap_servers, mid, {(topic, 0): 77, (topic, 1): 123})
+    _commit(source.bootstrap_servers, busy, {(topic, 0): 10, (topic, 1): 10})
+    config = mirror_config(name, source, target, topic, **CHECKPOINTS)
+    proc = mirror(config).start()
+    target_topic = f"source.{topic}"
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "mirror")
+
+        def checkpointed() -> bool:
+            stored = read_all(target.bootstrap_servers, checkpoints_topic("source")).get(0, [])
+            cps = [Checkpoint.decode(r.key or b"", r.value or b"") for r in stored]
+            return len({(c.group, c.target) for c in cps if c.group in (mid, busy)}) == 4
+
+        wait_until(checkpointed, 30, "checkpoints")
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+
+    # A group active on the target: refused, and nothing committed for any group.
+    member = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": busy, "session.timeout.ms": 30000})
+    member.subscribe([target_topic])
+    wait_until(lambda: bool(member.poll(0.5) or member.assignment()), 30, "the busy member to join")
+    try:
+        refused = _failover(config, tmp_path, "--groups", f"{mid}|{busy}")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert f"consumer groups active on the target: {busy}" in refused.stdout
+        none = committed_offsets(target.bootstrap_servers, mid, [(target_topic, 0), (target_topic, 1)])
+        assert set(none.values()) == {-1001}, "a refused failover committed something"
+    finally:
+        member.close()
+
+    # An unknown group: refused by name.
+    result = _failover(config, tmp_path, "--groups", unknown)
+    assert result.returncode == 1 and f"no consumer group on the source matches {unknown!r}" in result.stdout
+
+    # The source gone: the latest checkpoints, with their age; the group resumes exactly.
+    gone = {**config, "source.cluster.bootstrap.servers": "127.0.0.1:1"}
+    result = _failover(gone, tmp_path, "--groups", mid)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "unreachable" in result.stdout and "checkpoint age" in result.stdout
+    got = _resume(target.bootstrap_servers, mid, target_topic, 2)
+    src = read_all(source.bootstrap_servers, topic)
+    for p, start in ((0, 77), (1, 123)):
+        assert [r.content() for r in got[p]] == [r.content() for r in src[p] if r.offset >= start]
+
+    # The source gone and no checkpoint for the group: refused, nothing committed.
+    result = _failover(gone, tmp_path, "--groups", unknown)
+    assert result.returncode == 1 and "no consumer group" in result.stdout
+
+
+def test_group_sync_moves_idle_groups_forward_only(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    topic, name = unique("gsync"), unique("gsync")
+    idle, ahead, active = unique("gs-idle"), unique("gs-ahead"), unique("gs-active")
+    create_topic(source.bootstrap_servers, topic, 1)
+    now = int(time.time() * 1000)
+    produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i) for i in range(300)])
+    target_topic = f"source.{topic}"
+    for group in (idle, ahead, active):
+        _commit(source.bootstrap_servers, group, {(topic, 0): 100})
+    create_topic(target.bootstrap_servers, target_topic, 1)
+    _commit(target.bootstrap_servers, ahead, {(target_topic, 0): 250})  # must never go back to 100
+    member = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": active, "session.timeout.ms": 30000})
+    member.subscribe([target_topic])
+    wait_until(lambda: bool(member.poll(0.5) or member.assignment()), 30, "the active member to join")
+    settings = {**CHECKPOINTS, "sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1"}
+    proc = mirror(mirror_config(name, source, target, topic, **settings)).start()
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "mirror")
+
+        def synced() -> bool:
+            return committed_offsets(target.bootstrap_servers, idle, [(target_topic, 0)])[(target_topic, 0)] == 100
+
+        wait_until(synced, 30, "the idle group synced")  # one record per offset, nothing aborted: 100 -> 100
+        for _ in range(6):
+            member.poll(0.5)  # stays an active member through several sync rounds
+        assert committed_offsets(target.bootstrap_servers, ahead, [(target_topic, 0)])[(target_topic, 0)] == 250
+        assert committed_offsets(target.bootstrap_servers, active, [(target_topic, 0)])[(target_topic, 0)] == -1001
+    finally:
+        member.close()
+        assert proc.stop() == 0, proc.log_tail()
+    assert "synced group" in proc.log_text()

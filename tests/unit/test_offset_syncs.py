@@ -1,0 +1,140 @@
+"""Offset syncs and checkpoints: encodings round-trip, and translation equals a brute-force model."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
+from mirror_sink.core.offset_syncs import (
+    CycleOffsets,
+    OffsetIndex,
+    OffsetSync,
+    SyncRun,
+    SyncSpan,
+    offset_syncs,
+)
+from mirror_sink.core.partitions import TargetPartition
+
+TP = TargetPartition("us.orders", 3)
+
+
+def test_checkpoint_bytes_are_mm2s() -> None:
+    # Checkpoint.java: key = STRING group, STRING topic, INT32 partition; value = INT16 version,
+    # INT64 upstreamOffset, INT64 offset, STRING metadata (STRING = int16 length + UTF-8).
+    cp = Checkpoint("g1", TargetPartition("src.t", 2), 17, 42, "")
+    assert cp.encode_key() == b"\x00\x02g1" + b"\x00\x05src.t" + b"\x00\x00\x00\x02"
+    assert cp.encode_value() == b"\x00\x00" + struct.pack(">qq", 17, 42) + b"\x00\x00"
+    assert Checkpoint.decode(cp.encode_key(), cp.encode_value()) == cp
+    assert checkpoints_topic("east") == "east.checkpoints.internal"
+
+
+def test_checkpoint_decode_rejects_garbage() -> None:
+    with pytest.raises(ValueError):
+        Checkpoint.decode(b"\x00", b"")
+
+
+runs_strategy = st.lists(
+    st.tuples(st.integers(0, 1000), st.integers(0, 1000), st.integers(1, 1000)), min_size=0, max_size=20
+)
+
+
+@given(start=st.integers(0, 2**40), gaps=runs_strategy, topic=st.text(max_size=30))
+def test_sync_round_trip(start: int, gaps: list[tuple[int, int, int]], topic: str) -> None:
+    runs = []
+    source, target = start, 5
+    for ds, dt, n in gaps:
+        runs.append(SyncRun(source + ds, target + dt, n))
+        source, target = source + ds + n, target + dt + n
+    sync = OffsetSync(TP, topic, start, source + 3, tuple(runs))
+    assert OffsetSync.decode(sync.encode_key(), sync.encode_value()) == sync
+
+
+def test_sync_is_small() -> None:
+    sync = OffsetSync(TP, "orders", 1_000_000, 1_002_000, (SyncRun(1_000_000, 3_000_000, 2000),))
+    assert len(sync.encode_value()) < 40
+    with pytest.raises(ValueError):
+        OffsetSync.decode(sync.encode_key(), b"\x00\x07")
+
+
+def test_cycle_offsets_merge_consecutive_batches_only() -> None:
+    c = CycleOffsets()
+    c.add(TP, 100, 0, 10)
+    c.add(TP, 110, 10, 5)  # next batch: both sides consecutive, one run
+    c.add(TP, 120, 15, 5)  # source gap (an aborted transaction)
+    c.add_offsets(TP, [130, 131, 135], 20)  # re-encoded compacted batch
+    assert c.take() == {TP: (SyncRun(100, 0, 15), SyncRun(120, 15, 5), SyncRun(130, 20, 2), SyncRun(135, 22, 1))}
+    assert c.take() == {}
+
+
+def test_offset_syncs_refuse_runs_without_a_span() -> None:
+    with pytest.raises(ValueError, match="no source offset moved"):
+        offset_syncs([], {TP: (SyncRun(0, 0, 1),)})
+    assert offset_syncs([SyncSpan(TP, "orders", 0, 4)], {}) == [OffsetSync(TP, "orders", 0, 4, ())]
+
+
+# -- translation against a model ----------------------------------------------------------------
+# A source partition is a sequence of offsets, each a record to mirror or not (control record,
+# aborted record, compacted away). Transactions cover consecutive ranges; on the target each
+# transaction's records take consecutive offsets followed by one commit marker.
+
+
+@st.composite
+def mirrored_partition(draw: st.DrawFn) -> tuple[int, list[bool], list[int]]:
+    start = draw(st.integers(0, 50))
+    kinds = draw(st.lists(st.booleans(), min_size=1, max_size=200))
+    cuts = sorted(set(draw(st.lists(st.integers(1, len(kinds)), max_size=20))) | {len(kinds)})
+    return start, kinds, cuts
+
+
+@given(mirrored_partition(), st.integers(0, 300))
+@settings(max_examples=300)
+def test_translation_is_exact(case: tuple[int, list[bool], list[int]], probe: int) -> None:
+    start, kinds, cuts = case
+    index = OffsetIndex()
+    target_of: dict[int, int] = {}
+    target = 7  # the target partition already held something
+    lo = 0
+    for hi in cuts:
+        collector = CycleOffsets()
+        for i in range(lo, hi):
+            if kinds[i]:
+                collector.add(TP, start + i, target, 1)
+                target_of[start + i] = target
+                target += 1
+        target += 1  # the commit marker
+        (sync,) = offset_syncs([SyncSpan(TP, "orders", start + lo, start + hi)], collector.take())
+        index.add(OffsetSync.decode(sync.encode_key(), sync.encode_value()))
+        lo = hi
+    end = start + len(kinds)
+    mirrored = sorted(target_of)
+    for s in (probe, start, end, end + 1, start - 1):
+        got = index.translate(TP, s)
+        if s < start or s > end:
+            assert got is None
+            continue
+        after = [o for o in mirrored if o >= s]
+        if after:
+            assert got == target_of[after[0]]
+        elif mirrored:
+            # Nothing at or after s yet: the consumer resumes after the last mirrored record; only
+            # transaction markers lie between.
+            assert got is not None and got > target_of[mirrored[-1]]
+            assert got == target_of[mirrored[-1]] + 1
+        else:
+            assert got is None
+
+
+def test_a_remirror_replaces_what_it_overlaps() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 10, (SyncRun(0, 0, 10),)))
+    index.add(OffsetSync(TP, "orders", 5, 10, (SyncRun(5, 11, 5),)))  # shadow group reset to 5
+    assert index.translate(TP, 4) == 4
+    assert index.translate(TP, 5) == 11
+    assert index.translate(TP, 9) == 15
+    assert index.translate(TP, 10) == 16
+    assert index.translate(TP, 11) is None
+    assert index.mirrored_to(TP) == 10
