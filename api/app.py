@@ -22,6 +22,7 @@ from api.models import (
     ConfigInfos,
     ConfigKeyInfo,
     ConfigMap,
+    ConnectorCheckpoints,
     ConnectorInfo,
     ConnectorOffsets,
     ConnectorStatus,
@@ -201,6 +202,11 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     @app.get("/connectors/{name}/offsets", response_model=ConnectorOffsets)
     def get_offsets(name: str) -> ConnectorOffsets:
         return ConnectorOffsets.of(herder.offsets.get(name))
+
+    @app.get("/connectors/{name}/checkpoints", response_model=ConnectorCheckpoints)
+    def get_checkpoints(name: str) -> ConnectorCheckpoints:
+        """The newest MirrorMaker 2 checkpoint of each source group on this connector's topics."""
+        return ConnectorCheckpoints.of(*herder.offsets.checkpoints(name))
 
     @app.patch("/connectors/{name}/offsets", response_model=Message)
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:

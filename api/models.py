@@ -257,3 +257,39 @@ class LevelRequest(BaseModel):
     """PUT /admin/loggers/{logger}."""
 
     level: Literal["TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "OFF"]
+
+
+class ConnectorCheckpoint(BaseModel):
+    """A consumer group's newest checkpoint on one target partition (MirrorMaker 2's Checkpoint)."""
+
+    group: str
+    topic: str = Field(description="the target topic")
+    partition: int
+    upstream_offset: int = Field(description="the group's committed offset on the source")
+    downstream_offset: int = Field(description="where the group resumes on the target, exactly")
+    timestamp_ms: int = Field(description="when the checkpoint was written")
+
+
+class ConnectorCheckpoints(BaseModel):
+    """GET /connectors/{name}/checkpoints: the checkpoints a failover would use."""
+
+    checkpoints_topic: str
+    checkpoints: list[ConnectorCheckpoint]
+
+    @classmethod
+    def of(cls, topic: str, states: list[domain.CheckpointState]) -> ConnectorCheckpoints:
+        """The body of the Herder's checkpoint states."""
+        return cls(
+            checkpoints_topic=topic,
+            checkpoints=[
+                ConnectorCheckpoint(
+                    group=c.group,
+                    topic=c.topic,
+                    partition=c.partition,
+                    upstream_offset=c.upstream_offset,
+                    downstream_offset=c.downstream_offset,
+                    timestamp_ms=c.timestamp_ms,
+                )
+                for c in states
+            ],
+        )

@@ -15,9 +15,12 @@ from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
+from mirror_sink.core.checkpoints import checkpoints_topic
+from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.replication_policy import ReplicationPolicy
+from mirror_sink.failover.readers import read_checkpoints
 from mirror_sink.worker.config_store import TargetState
-from mirror_sink.worker.herder_types import Conflict, InvalidRequest, PartitionOffset
+from mirror_sink.worker.herder_types import CheckpointState, Conflict, InvalidRequest, PartitionOffset
 from mirror_sink.worker.worker import Worker
 
 __all__ = ["ConnectorOffsetsAdmin"]
@@ -54,6 +57,31 @@ class ConnectorOffsetsAdmin:
             if tp.offset >= 0 and source_topic is not None:
                 out.append(PartitionOffset(source_topic, tp.partition, tp.offset))
         return sorted(out, key=lambda o: (o.topic, o.partition))
+
+    def checkpoints(self, name: str) -> tuple[str, list[CheckpointState]]:
+        """The checkpoints topic and the newest checkpoint of each group on this connector's target topics."""
+        cfg = self._config(name)
+        topic = checkpoints_topic(cfg.source_alias)
+        if not cfg.emit_checkpoints:
+            return topic, []
+        policy = cfg.replication_policy()
+        try:
+            stored = read_checkpoints(cfg.target_consumer(), topic, f"{cfg.name}-rest", timeout_s=20)
+        except TaskFailure as exc:
+            raise Conflict(f"cannot read the checkpoints of {name} from {topic}: {exc}") from exc
+        out = [
+            CheckpointState(
+                group,
+                target.topic,
+                target.partition,
+                s.checkpoint.upstream_offset,
+                s.checkpoint.downstream_offset,
+                s.timestamp_ms,
+            )
+            for (group, target), s in stored.items()
+            if _source_topic(target.topic, cfg, policy) is not None
+        ]
+        return topic, sorted(out, key=lambda c: (c.group, c.topic, c.partition))
 
     def alter(self, name: str, offsets: Sequence[PartitionOffset]) -> None:
         """Set source partitions' next offsets (while STOPPED); removing one is not supported."""

@@ -118,3 +118,15 @@ class PartitionOffset:
     topic: str
     partition: int
     offset: int | None
+
+
+@dataclass(frozen=True)
+class CheckpointState:
+    """A group's newest checkpoint on one target partition, as stored on the target."""
+
+    group: str
+    topic: str  # the target topic
+    partition: int
+    upstream_offset: int
+    downstream_offset: int
+    timestamp_ms: int

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, end_offsets, produce
@@ -257,3 +258,41 @@ def test_paused_and_stopped_states_survive_a_restart(
         wait_until(lambda n=name, s=state: states(client, n)[0] == s, 60, f"{name} {state} after restart")  # type: ignore[misc]
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v")], ProduceSpec())
     assert worker.stop() == 0
+
+
+def test_checkpoints_are_visible_per_connector(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+) -> None:
+    name, topic, group = unique("cprest"), unique("cprest"), unique("cprest-app")
+    create_topic(source.bootstrap_servers, topic, 1)
+    produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i) for i in range(50)])
+    app = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": group})
+    app.commit(offsets=[TopicPartition(topic, 0, 20)], asynchronous=False)
+    app.close()
+    client = httpx.Client(base_url=worker.url, timeout=60)
+    checkpoints = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}
+    created = client.post(
+        "/connectors", json={"name": name, "config": connector_config(source, target, topic, **checkpoints)}
+    )
+    assert created.status_code == 201, created.text
+    error(client.get("/connectors/nope/checkpoints"), 404)
+
+    def visible() -> bool:
+        body = client.get(f"/connectors/{name}/checkpoints").json()
+        return any(c["group"] == group for c in body.get("checkpoints", []))
+
+    wait_until(visible, 60, "the group's checkpoint over REST", interval=1)
+    body = client.get(f"/connectors/{name}/checkpoints").json()
+    assert body["checkpoints_topic"] == "source.checkpoints.internal"
+    mine = [c for c in body["checkpoints"] if c["group"] == group]
+    # One record per offset, no transactions on the source: offset 20 is the 21st record, at target offset 20.
+    assert mine == [
+        {
+            "group": group,
+            "topic": f"source.{topic}",
+            "partition": 0,
+            "upstream_offset": 20,
+            "downstream_offset": 20,
+            "timestamp_ms": mine[0]["timestamp_ms"],
+        }
+    ]
