@@ -25,6 +25,7 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
+    assert_offset_syncs_exact,
     contents,
     mirror_config,
     shadow_caught_up,
@@ -154,6 +155,7 @@ def test_every_record_exactly_once_through_kills_and_broker_bounces(
             assert len(seen) == len(expected[p]), f"live reader: {topic}-{p} has {len(seen)} of {len(expected[p])}"
             assert contents(seen) == contents(expected[p]), f"live reader: {topic}-{p} differs (order or content)"
         assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+        assert_offset_syncs_exact(source, topic, target, f"source.{topic}")  # none from an aborted transaction
     log = proc.log_text()
     assert log.count("===== start") == 4, "three restarts expected"
 

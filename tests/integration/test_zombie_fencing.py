@@ -22,6 +22,7 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
+    assert_offset_syncs_exact,
     contents,
     mirror_config,
     shadow_caught_up,
@@ -99,5 +100,7 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
         assert len(seen) == len(expected[p]), f"{target_topic}-{p}: {len(seen)} records, source has {len(expected[p])}"
         assert contents(seen) == contents(expected[p]), f"{target_topic}-{p}: duplicates, loss or reordering"
     assert_exact_mirror(source, topic, target, target_topic, group)
+    # The zombie's (and every aborted) transaction's offset sync is invisible: no sync overlaps another.
+    assert_offset_syncs_exact(source, topic, target, target_topic)
     woke = zombie.log_text()
     assert "lost" in woke or "aborted" in woke or "FAILED" in woke, "the zombie must have noticed it was fenced"
