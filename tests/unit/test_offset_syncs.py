@@ -138,3 +138,44 @@ def test_a_remirror_replaces_what_it_overlaps() -> None:
     assert index.translate(TP, 10) == 16
     assert index.translate(TP, 11) is None
     assert index.mirrored_to(TP) == 10
+
+
+def test_group_filter_has_mm2s_defaults() -> None:
+    from connectors.mirror_sink_config import MirrorSinkConfig
+
+    cfg = MirrorSinkConfig.parse(
+        {"name": "m", "source.cluster.bootstrap.servers": "a:1", "target.cluster.bootstrap.servers": "b:1"}
+    )
+    groups = cfg.group_filter()
+    assert groups.accepts("billing") and not groups.accepts("connect-m") and not groups.accepts("console-consumer-1")
+    assert cfg.offset_syncs_partition == TargetPartition("mirror-sink-offset-syncs.source.internal", 0)
+    assert cfg.emit_checkpoints and not cfg.sync_group_offsets and cfg.emit_checkpoints_interval_s == 5
+    at_least_once = MirrorSinkConfig.parse({**cfg.to_props(), "transaction.producer": "false"})
+    assert at_least_once.offset_syncs_partition is None, "without transactions a sync could not be atomic"
+    problems = MirrorSinkConfig.errors({**cfg.to_props(), "groups": "((", "emit.checkpoints.interval.seconds": "0"})
+    assert set(problems) == {"groups", "emit.checkpoints.interval.seconds"}
+
+
+def test_failover_table_names_each_group_partition() -> None:
+    from mirror_sink.failover.failover import FailoverPlan
+    from mirror_sink.failover.translation import Translation
+
+    plan = FailoverPlan("planned", [Translation("g", "orders", TP, 100, 140), Translation("h", "orders", TP, 5, 6)])
+    plan.behind = {TP: 150}
+    plan.unchanged = {("h", TP)}
+    lines = plan.table().splitlines()
+    assert lines[0].split() == [
+        "group",
+        "topic",
+        "partition",
+        "source",
+        "offset",
+        "->",
+        "target",
+        "offset",
+        "offsets",
+        "to",
+        "end",
+    ]
+    assert lines[2].split() == ["g", "us.orders", "3", "100", "->", "140", "10"]
+    assert "already there or ahead" in lines[3]
