@@ -174,13 +174,14 @@ class PartitionIndex:
     source re-mirrored) replaces what it overlaps: the newest mapping wins.
     """
 
-    __slots__ = ("_count", "_source", "_target", "source_end", "source_start")
+    __slots__ = ("_count", "_source", "_target", "oldest", "source_end", "source_start")
 
     def __init__(self) -> None:
         self._source = array("q")
         self._target = array("q")
         self._count = array("q")
-        self.source_start: int | None = None  # lowest source offset the known syncs cover
+        self.source_start: int | None = None  # lowest source offset the runs kept translate
+        self.oldest: int | None = None  # lowest source offset any sync read covered (before forgetting)
         self.source_end = -1  # every source offset below it is mirrored and known
 
     def add(self, sync: OffsetSync) -> None:
@@ -188,6 +189,7 @@ class PartitionIndex:
         if self.source_start is None or sync.source_start < self.source_start:
             self._forget_from(-1)  # first sync, or a re-mirror from below everything known
             self.source_start = sync.source_start
+            self.oldest = sync.source_start if self.oldest is None else min(self.oldest, sync.source_start)
             self.source_end = sync.source_start
         elif sync.source_start < self.source_end:
             self._forget_from(sync.source_start)  # re-mirrored: the newest mapping wins
@@ -204,6 +206,21 @@ class PartitionIndex:
                 a.pop()
         if self._source and self._source[-1] + self._count[-1] > source:
             self._count[-1] = source - self._source[-1]
+
+    def forget_below(self, source_offset: int) -> None:
+        """Drop what only translates offsets below ``source_offset`` (bounded memory for a long-lived index)."""
+        if self.source_start is None or source_offset <= self.source_start:
+            return
+        source_offset = min(source_offset, self.source_end)
+        keep = bisect_right(self._source, source_offset) - 1
+        if keep >= 0 and source_offset >= self._source[keep] + self._count[keep]:
+            keep += 1  # the run ends before the offset: the next one answers it
+        # The last run always stays: it answers offsets past every mirrored record.
+        keep = max(0, min(keep, len(self._source) - 1))
+        if keep:
+            for a in (self._source, self._target, self._count):
+                del a[:keep]
+        self.source_start = source_offset
 
     @property
     def runs(self) -> int:
@@ -244,6 +261,18 @@ class OffsetIndex:
         """The exact target offset for a source group at ``source_offset`` (see ``PartitionIndex``)."""
         index = self.partitions.get(target)
         return None if index is None else index.translate(source_offset)
+
+    def forget_below(self, floors: Mapping[TargetPartition, int]) -> None:
+        """Per partition, drop what only translates offsets below its floor."""
+        for tp, floor in floors.items():
+            index = self.partitions.get(tp)
+            if index is not None:
+                index.forget_below(floor)
+
+    def source_start(self, target: TargetPartition) -> int | None:
+        """The lowest source offset ``target``'s syncs still translate."""
+        index = self.partitions.get(target)
+        return None if index is None else index.source_start
 
     def mirrored_to(self, target: TargetPartition) -> int | None:
         """The source offset below which everything of ``target``'s source partition is mirrored."""

@@ -37,6 +37,7 @@ class CheckpointEmitter:
         self.log = context_logger(__name__, f"{config.name} checkpoints")
         self.topic = checkpoints_topic(config.source_alias)
         self._client_id = f"{config.name}-checkpoints"
+        self._syncs_topic = syncs.topic
         self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         self._source_admin = clients.admin(config.source_admin(), self._client_id)
         self._target_admin = clients.admin(config.target_admin(), self._client_id)
@@ -77,7 +78,7 @@ class CheckpointEmitter:
             self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
     # -- one round -----------------------------------------------------------------------------
-    def run_once(self) -> list[Translation]:
+    def run_once(self, *, reread: bool = False) -> list[Translation]:
         """Read new syncs and the groups' offsets; write changed checkpoints; sync groups when due."""
         index = self._syncs.catch_up()
         self.rounds += 1
@@ -89,6 +90,8 @@ class CheckpointEmitter:
         for group in groups:
             committed = committed_offsets(self.config.source_consumer(), group, partitions, self._client_id)
             translations += translate_group(group, committed, index)
+        if self._forgot_too_much(translations, reread=reread):
+            return self.run_once(reread=True)  # read again from the beginning with the lower floors
         written = 0
         for t in translations:
             if t.target_offset is None:
@@ -109,6 +112,36 @@ class CheckpointEmitter:
             self._next_group_sync = time.monotonic() + self.config.sync_group_offsets_interval_s
             self.sync_groups(translations)
         return translations
+
+    def _forgot_too_much(self, translations: list[Translation], *, reread: bool) -> bool:
+        """Keep only what the groups' offsets need; True when a group needs what was forgotten.
+
+        The index keeps, per partition, only runs at or above the lowest offset any group has there
+        (memory stays bounded however long the syncs topic is). A group that appears below that (new,
+        or reset backwards) makes the emitter read the syncs topic again from its beginning, once.
+        """
+        index = self._syncs.index
+        floors = {tp: end for tp in index.partitions if (end := index.mirrored_to(tp)) is not None}
+        for t in translations:
+            floors[t.target] = min(floors.get(t.target, t.source_offset), t.source_offset)
+        lost = [
+            t
+            for t in translations
+            if t.target_offset is None
+            and (part := index.partitions.get(t.target)) is not None
+            and part.oldest is not None
+            and part.source_start is not None
+            and part.oldest <= t.source_offset < part.source_start
+        ]
+        if lost and not reread:
+            self.log.info("%d group offsets are below the offset syncs kept in memory: reading them again", len(lost))
+            self._syncs.close()
+            self._syncs = OffsetSyncReader(self.config.target_consumer(), self._syncs_topic, f"{self._client_id}-syncs")
+            self._syncs.floors = floors
+            return True
+        self._syncs.floors = floors
+        index.forget_below(floors)
+        return False
 
     def _produce(self, cp: Checkpoint) -> None:
         while True:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
@@ -16,6 +16,8 @@ from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync
 from mirror_sink.core.partitions import TargetPartition
 
 log = logging.getLogger(__name__)
+
+_PRUNE_EVERY = 100_000
 
 
 def _reader(props: Mapping[str, str], client_id: str, isolation: str) -> Consumer:
@@ -43,13 +45,12 @@ class _TopicReader:
         self.consumer.assign([self.tp])
         self.position = 0
 
-    def read_new(self, timeout_s: float) -> list[tuple[bytes, bytes, int]]:
+    def read_new(self, timeout_s: float) -> Iterator[tuple[bytes, bytes, int]]:
         """(key, value, timestamp ms) of every record up to the topic's current end (LSO when read_committed)."""
         try:
             _, end = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s, cached=False)
         except KafkaException as exc:
             raise TaskFailure(f"cannot read the end offset of {self.topic} on the target: {exc.args[0].str()}") from exc
-        out: list[tuple[bytes, bytes, int]] = []
         deadline = time.monotonic() + timeout_s
         while self.position < end:
             if time.monotonic() > deadline:
@@ -60,32 +61,40 @@ class _TopicReader:
                 err = msg.error()
                 if err is not None:
                     raise TaskFailure(f"reading {self.topic} on the target: {err.str()}")
-                out.append((msg.key() or b"", msg.value() or b"", msg.timestamp()[1]))
+                yield msg.key() or b"", msg.value() or b"", msg.timestamp()[1]
             positions = self.consumer.position([TopicPartition(self.topic, 0)])
             if positions and positions[0].offset >= 0:
                 self.position = positions[0].offset
-        return out
 
     def close(self) -> None:
         self.consumer.close()
 
 
 class OffsetSyncReader:
-    """The committed offset syncs of one source alias, as an ``OffsetIndex`` kept up to date."""
+    """The committed offset syncs of one source alias, as an ``OffsetIndex`` kept up to date.
+
+    ``floors`` bounds its memory: below a partition's floor nothing is kept (applied while reading,
+    every ``_PRUNE_EVERY`` syncs, so a first read of a long topic stays bounded too).
+    """
 
     def __init__(self, target_props: Mapping[str, str], topic: str, client_id: str) -> None:
         self._reader = _TopicReader(target_props, topic, client_id, "read_committed")
         self.index = OffsetIndex()
+        self.floors: dict[TargetPartition, int] = {}
         self.skipped = 0
 
-    def catch_up(self, timeout_s: float = 60.0) -> OffsetIndex:
+    def catch_up(self, timeout_s: float = 600.0) -> OffsetIndex:
         """Read every sync committed since the last call."""
-        for key, value, _ in self._reader.read_new(timeout_s):
+        for read, (key, value, _) in enumerate(self._reader.read_new(timeout_s), 1):
             try:
                 self.index.add(OffsetSync.decode(key, value))
             except ValueError as exc:
                 self.skipped += 1
                 log.warning("skipping a record of %s that is not an offset sync: %s", self._reader.topic, exc)
+            if read % _PRUNE_EVERY == 0 and self.floors:
+                self.index.forget_below(self.floors)
+        if self.floors:
+            self.index.forget_below(self.floors)
         return self.index
 
     def close(self) -> None:
@@ -108,7 +117,7 @@ def read_checkpoints(
     reader = _TopicReader(target_props, topic, client_id, "read_committed")
     try:
         latest: dict[tuple[str, TargetPartition], StoredCheckpoint] = {}
-        for key, value, ts in reader.read_new(timeout_s):
+        for key, value, ts in reader.read_new(timeout_s):  # compacted: small
             try:
                 cp = Checkpoint.decode(key, value)
             except ValueError:

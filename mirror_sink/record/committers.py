@@ -76,6 +76,10 @@ class DeliveryTracker:
             if len(acked) != len(source_offsets):
                 raise AbortCycle(f"{len(source_offsets) - len(acked)} records to {key[0]}-{key[1]} unacknowledged")
             tp = TargetPartition(*key)
+            n = len(source_offsets)
+            if n and source_offsets[-1] - source_offsets[0] == n - 1 and acked[-1] - acked[0] == n - 1:
+                offsets.add(tp, source_offsets[0], acked[0], n)  # both ascend: one run, no per-record loop
+                continue
             for source, target in zip(source_offsets, acked, strict=True):
                 offsets.add(tp, source, target, 1)
         self.forget_offsets()

@@ -202,7 +202,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
 ) -> None:
     topic, name = unique("dr"), unique("dr")
-    mid, busy, unknown = unique("dr-mid"), unique("dr-busy"), unique("dr-none")
+    mid, busy, unknown, late = unique("dr-mid"), unique("dr-busy"), unique("dr-none"), unique("dr-late")
     create_topic(source.bootstrap_servers, topic, 2)
     now = int(time.time() * 1000)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i, i % 2) for i in range(400)])
@@ -220,6 +220,15 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
             return len({(c.group, c.target) for c in cps if c.group in (mid, busy)}) == 4
 
         wait_until(checkpointed, 30, "checkpoints")
+        # A group that appears below what the emitter keeps in memory: it reads the syncs again.
+        _commit(source.bootstrap_servers, late, {(topic, 0): 5, (topic, 1): 3})
+
+        def late_checkpointed() -> bool:
+            stored = read_all(target.bootstrap_servers, checkpoints_topic("source")).get(0, [])
+            cps = [Checkpoint.decode(r.key or b"", r.value or b"") for r in stored]
+            return {(c.target.partition, c.downstream_offset) for c in cps if c.group == late} == {(0, 5), (1, 3)}
+
+        wait_until(late_checkpointed, 30, "the late group's checkpoints")
     finally:
         assert proc.stop() == 0, proc.log_tail()
 
@@ -245,6 +254,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     result = _failover(gone, tmp_path, "--groups", mid)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "unreachable" in result.stdout and "checkpoint age" in result.stdout
+    assert "below the offset syncs kept in memory: reading them again" in proc.log_text()
     got = _resume(target.bootstrap_servers, mid, target_topic, 2)
     src = read_all(source.bootstrap_servers, topic)
     for p, start in ((0, 77), (1, 123)):

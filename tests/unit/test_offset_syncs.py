@@ -179,3 +179,70 @@ def test_failover_table_names_each_group_partition() -> None:
     ]
     assert lines[2].split() == ["g", "us.orders", "3", "100", "->", "140", "10"]
     assert "already there or ahead" in lines[3]
+
+
+@given(mirrored_partition(), st.integers(0, 300), st.integers(0, 300))
+@settings(max_examples=200)
+def test_forgetting_below_a_floor_keeps_every_translation_above_it(
+    case: tuple[int, list[bool], list[int]], floor: int, probe: int
+) -> None:
+    start, kinds, cuts = case
+    full, pruned = OffsetIndex(), OffsetIndex()
+    target, lo = 0, 0
+    for hi in cuts:
+        collector = CycleOffsets()
+        for i in range(lo, hi):
+            if kinds[i]:
+                collector.add(TP, start + i, target, 1)
+                target += 1
+        target += 1
+        (sync,) = offset_syncs([SyncSpan(TP, "orders", start + lo, start + hi)], collector.take())
+        full.add(sync)
+        pruned.add(sync)
+        lo = hi
+    pruned.forget_below({TP: floor})
+    low = pruned.source_start(TP)
+    assert low is not None and low >= min(floor, start)
+    if probe >= low:
+        assert pruned.translate(TP, probe) == full.translate(TP, probe)
+    else:
+        assert pruned.translate(TP, probe) is None
+
+
+class _Delivered:
+    """What librdkafka hands the delivery callback, as far as the tracker reads it."""
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._t, self._p, self._o = topic, partition, offset
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+
+def test_record_mode_pairs_the_nth_delivery_with_the_nth_record() -> None:
+    from mirror_sink.core.errors import AbortCycle
+    from mirror_sink.record.committers import DeliveryTracker
+
+    tracker = DeliveryTracker(track_offsets=True)
+    assert tracker.sources is not None
+    tracker.sources[("us.orders", 3)] = [10, 11, 12, 20, 21]  # an aborted transaction's gap at 13..19
+    tracker.sources[("us.orders", 4)] = [0, 1, 2]
+    for i, target in enumerate([100, 101, 102, 103, 104]):
+        tracker(None, _Delivered("us.orders", 3, target))
+        if i < 3:
+            tracker(None, _Delivered("us.orders", 4, 50 + i))
+    tracker(None, _Delivered("mirror-sink-offset-syncs.source.internal", 0, 7))  # not a mirrored record
+    assert tracker.take_runs() == {
+        TP: (SyncRun(10, 100, 3), SyncRun(20, 103, 2)),
+        TargetPartition("us.orders", 4): (SyncRun(0, 50, 3),),
+    }
+    tracker.sources[("us.orders", 3)] = [30, 31]
+    tracker(None, _Delivered("us.orders", 3, 200))
+    with pytest.raises(AbortCycle, match=r"1 records to us\.orders-3 unacknowledged"):
+        tracker.take_runs()
