@@ -222,6 +222,16 @@ class PartitionIndex:
                 del a[:keep]
         self.source_start = source_offset
 
+    def records_from(self, source_offset: int) -> int:
+        """How many mirrored records have a source offset at or after ``source_offset``."""
+        total = 0
+        for i in range(len(self._source) - 1, -1, -1):
+            start, n = self._source[i], self._count[i]
+            if start + n <= source_offset:
+                break
+            total += n - max(0, source_offset - start)
+        return total
+
     @property
     def runs(self) -> int:
         """Runs held (for memory estimates)."""

@@ -41,13 +41,14 @@ class FailoverPlan:
 
     mode: str  # "planned" (exact, from the offset syncs) or "disaster" (from the newest checkpoints)
     translations: list[Translation]
-    behind: dict[TargetPartition, int] = field(default_factory=dict)  # target LSO - target offset
+    #: Per group and partition: mirrored records at or after its source offset (what it has left to read).
+    behind: dict[tuple[str, TargetPartition], int] = field(default_factory=dict)
     checkpoint_age_s: dict[tuple[str, TargetPartition], float] = field(default_factory=dict)
     unchanged: set[tuple[str, TargetPartition]] = field(default_factory=set)  # target already there or ahead
 
     def table(self) -> str:
         """The plan as a table for operators."""
-        header = ("group", "topic", "partition", "source offset -> target offset", "offsets to end")
+        header = ("group", "topic", "partition", "source offset -> target offset", "records behind")
         rows: list[tuple[str, ...]] = [header]
         if self.mode == "disaster":
             rows = [(*header, "checkpoint age")]
@@ -55,8 +56,8 @@ class FailoverPlan:
             arrow = f"{t.source_offset} -> {t.target_offset if t.target_offset is not None else '?'}"
             if (t.group, t.target) in self.unchanged:
                 arrow += " (target group already there or ahead: left)"
-            behind = self.behind.get(t.target)
-            lag = "" if behind is None or t.target_offset is None else str(max(0, behind - t.target_offset))
+            behind = self.behind.get((t.group, t.target))
+            lag = "" if behind is None else str(behind)
             row: tuple[str, ...] = (t.group, t.target.topic, str(t.target.partition), arrow, lag)
             if self.mode == "disaster":
                 row = (*row, f"{self.checkpoint_age_s.get((t.group, t.target), 0.0):.0f} s")
@@ -134,7 +135,7 @@ class Failover:
                 "(let it catch up, or use --wait-caught-up SECONDS)"
             )
         plan = FailoverPlan("planned", translations)
-        plan.behind = self._target_ends({t.target for t in translations})
+        plan.behind = _records_behind(translations, index)
         return plan
 
     def _wait_caught_up(self, reader: OffsetSyncReader, wait_s: float) -> OffsetIndex:
@@ -203,7 +204,13 @@ class Failover:
         self.say(
             f"using {len(plan.translations)} checkpoints of {len(selected)} groups; the oldest is {oldest:.0f} s old"
         )
-        plan.behind = self._target_ends({t.target for t in plan.translations})
+        syncs = self.config.offset_syncs_partition
+        if syncs is not None:  # the syncs live on the target, which is still here
+            reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+            try:
+                plan.behind = _records_behind(plan.translations, reader.catch_up())
+            finally:
+                reader.close()
         return plan
 
     # -- the target side -------------------------------------------------------------------------
@@ -225,12 +232,14 @@ class Failover:
                 if have is not None and t.target_offset is not None and have >= t.target_offset:
                     plan.unchanged.add((group, t.target))
 
-    def _target_ends(self, targets: set[TargetPartition]) -> dict[TargetPartition, int]:
-        target = _reader(self.config.target_consumer(), self._client_id)
-        try:
-            return {tp: _stable_end(target, tp.topic, tp.partition) for tp in targets}
-        finally:
-            target.close()
+
+def _records_behind(translations: list[Translation], index: OffsetIndex) -> dict[tuple[str, TargetPartition], int]:
+    out = {}
+    for t in translations:
+        part = index.partitions.get(t.target)
+        if part is not None:
+            out[(t.group, t.target)] = part.records_from(t.source_offset)
+    return out
 
 
 def _reader(props: dict[str, str], client_id: str) -> Consumer:

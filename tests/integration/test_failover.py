@@ -183,6 +183,12 @@ def test_failover_resumes_every_group_exactly(
     assert result.returncode == 0, result.stdout + result.stderr
     assert "source offset -> target offset" in result.stdout and "planned" in result.stdout
 
+    table = {
+        (cells[0], cells[1], int(cells[2])): (int(cells[3]), int(cells[5]), int(cells[6]))
+        for cells in (line.split() for line in result.stdout.splitlines())
+        if len(cells) == 7 and cells[0] in (mid, end)
+    }
+    assert len(table) == 2 * sum(topics.values()), result.stdout
     src_all = {topic: read_all(source.bootstrap_servers, topic) for topic in topics}
     for topic, partitions in topics.items():
         target_topic = f"source.{topic}"
@@ -194,6 +200,9 @@ def test_failover_resumes_every_group_exactly(
             want = [r.content() for r in src_all[topic][p] if r.offset >= mids[topic][p]]
             assert [r.content() for r in got[p]] == want, f"{mid} on {target_topic}-{p}: re-read or skipped records"
             assert want, "the mid group must have records left to read"
+            source_offset, target_offset, behind = table[(mid, target_topic, p)]
+            assert (source_offset, target_offset, behind) == (mids[topic][p], expected[(target_topic, p)], len(want))
+            assert table[(end, target_topic, p)][2] == 0
         rest = _resume(target.bootstrap_servers, end, target_topic, partitions)
         assert all(not recs for recs in rest.values()), f"{end} re-read records on {target_topic}"
 

@@ -138,6 +138,7 @@ def test_a_remirror_replaces_what_it_overlaps() -> None:
     assert index.translate(TP, 10) == 16
     assert index.translate(TP, 11) is None
     assert index.mirrored_to(TP) == 10
+    assert [index.partitions[TP].records_from(s) for s in (0, 4, 5, 9, 10)] == [10, 6, 5, 1, 0]
 
 
 def test_group_filter_has_mm2s_defaults() -> None:
@@ -161,7 +162,7 @@ def test_failover_table_names_each_group_partition() -> None:
     from mirror_sink.failover.translation import Translation
 
     plan = FailoverPlan("planned", [Translation("g", "orders", TP, 100, 140), Translation("h", "orders", TP, 5, 6)])
-    plan.behind = {TP: 150}
+    plan.behind = {("g", TP): 10}
     plan.unchanged = {("h", TP)}
     lines = plan.table().splitlines()
     assert lines[0].split() == [
@@ -173,9 +174,8 @@ def test_failover_table_names_each_group_partition() -> None:
         "->",
         "target",
         "offset",
-        "offsets",
-        "to",
-        "end",
+        "records",
+        "behind",
     ]
     assert lines[2].split() == ["g", "us.orders", "3", "100", "->", "140", "10"]
     assert "already there or ahead" in lines[3]
