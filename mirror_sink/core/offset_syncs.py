@@ -191,6 +191,11 @@ class PartitionIndex:
             self.source_start = sync.source_start
             self.oldest = sync.source_start if self.oldest is None else min(self.oldest, sync.source_start)
             self.source_end = sync.source_start
+        elif sync.source_start > self.source_end:
+            # A hole: records between were mirrored without syncs (another runtime, or the shadow
+            # group moved by hand). Nothing below the hole can be translated exactly any more.
+            self._forget_from(-1)
+            self.source_start = self.oldest = self.source_end = sync.source_start
         elif sync.source_start < self.source_end:
             self._forget_from(sync.source_start)  # re-mirrored: the newest mapping wins
             self.source_end = sync.source_start

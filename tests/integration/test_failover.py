@@ -29,12 +29,12 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
+    compacted_with_gaps,
     mirror_config,
     shadow_caught_up,
     wait_until,
 )
 from tests.integration.java_tools import java_translate_offsets
-from tests.integration.test_raw_mode import _has_offset_gaps, _stop_compacting
 
 CHECKPOINTS = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}
 
@@ -107,21 +107,7 @@ def _make_sources(source: KafkaEndpoint, prefix: str) -> dict[str, int]:
     now = int(time.time() * 1000)
     records = [Rec(b"k%d" % i, b"v%d-" % i * 20, (), now + i, i % 2) for i in range(800)]
     produce(source.bootstrap_servers, big, records, ProduceSpec(compression="zstd", batch_bytes=16384))
-    compact_fast = {
-        "cleanup.policy": "compact",
-        "segment.ms": "100",
-        "min.cleanable.dirty.ratio": "0.001",
-        "min.compaction.lag.ms": "0",
-        "delete.retention.ms": "100",
-    }
-    create_topic(source.bootstrap_servers, compacted, 1, compact_fast)
-    spec = ProduceSpec(compression="gzip", batch_bytes=8192)
-    for round_ in range(25):
-        keys = [k for k in range(40) if round_ == 0 or k % 2 == 0]
-        produce(source.bootstrap_servers, compacted, [Rec(b"key-%d" % k, b"v%d-" % round_ * 30) for k in keys], spec)
-        time.sleep(0.2)
-    wait_until(lambda: _has_offset_gaps(source.bootstrap_servers, compacted), 120, "the log cleaner to leave gaps")
-    _stop_compacting(source.bootstrap_servers, compacted)
+    compacted_with_gaps(source.bootstrap_servers, compacted, "gzip")
     load.join(120)
     return {txn: 3, big: 2, compacted: 1}
 

@@ -11,7 +11,7 @@ from functools import partial
 
 import psutil
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, read_all
@@ -22,6 +22,7 @@ from tests.integration.harness import (
     Unique,
     assert_exact_mirror,
     committed_data_batches,
+    compacted_with_gaps,
     mirror_config,
     shadow_caught_up,
     wait_until,
@@ -77,47 +78,11 @@ def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_sett
     assert configs["compression.type"].value == "producer", "the target broker keeps each batch's codec and bytes"
 
 
-def _has_offset_gaps(bootstrap: str, topic: str) -> bool:
-    """True once compaction left a batch whose record count is below its offset span."""
-    for batch in committed_data_batches(bootstrap, topic, 0):
-        last_delta = int.from_bytes(batch[23:27], "big")
-        count = int.from_bytes(batch[57:61], "big")
-        if count != last_delta + 1:
-            return True
-    return False
-
-
-def _stop_compacting(bootstrap: str, topic: str) -> None:
-    """No record is old enough to clean from now on: the log stays as the cleaner left it, so the
-    source read at the end is the source the mirror copied (CI once saw the source cleaned again
-    after the mirror had copied it: 60 records left against 440 mirrored)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    lag = ConfigEntry("min.compaction.lag.ms", "86400000", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[lag])
-    admin.incremental_alter_configs([resource])[resource].result(30)
-    time.sleep(2)  # a cleaner pass that began before the change finishes within milliseconds here
-
-
 def test_a_compacted_source_with_offset_gaps_mirrors_exactly(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
 ) -> None:
     name, topic = unique("compacted"), unique("compacted")
-    compact_fast = {
-        "cleanup.policy": "compact",
-        "segment.ms": "100",
-        "min.cleanable.dirty.ratio": "0.001",
-        "min.compaction.lag.ms": "0",
-        "delete.retention.ms": "100",
-    }
-    create_topic(source.bootstrap_servers, topic, 1, compact_fast)
-    # 40 keys in one batch, then the even ones overwritten: compaction leaves holes inside that batch.
-    spec = ProduceSpec(compression="lz4", batch_bytes=8192)
-    for round_ in range(25):
-        keys = [k for k in range(40) if round_ == 0 or k % 2 == 0]
-        produce(source.bootstrap_servers, topic, [Rec(b"key-%d" % k, b"v%d-" % round_ * 30) for k in keys], spec)
-        time.sleep(0.2)  # let segments roll (segment.ms) so the cleaner can work on them
-    wait_until(lambda: _has_offset_gaps(source.bootstrap_servers, topic), 120, "the log cleaner to leave gaps")
-    _stop_compacting(source.bootstrap_servers, topic)
+    compacted_with_gaps(source.bootstrap_servers, topic, "lz4")
     proc = mirror(mirror_config(name, source, target, topic, **RAW)).start()
     try:
         group = f"connect-{name}"

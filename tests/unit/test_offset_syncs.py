@@ -246,3 +246,13 @@ def test_record_mode_pairs_the_nth_delivery_with_the_nth_record() -> None:
     tracker(None, _Delivered("us.orders", 3, 200))
     with pytest.raises(AbortCycle, match=r"1 records to us\.orders-3 unacknowledged"):
         tracker.take_runs()
+
+
+def test_a_hole_in_the_syncs_is_never_translated_across() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 10, (SyncRun(0, 0, 10),)))
+    # 10..19 mirrored by a runtime that writes no syncs, at target offsets 11..20.
+    index.add(OffsetSync(TP, "orders", 20, 30, (SyncRun(20, 22, 10),)))
+    assert index.translate(TP, 15) is None, "the records from 15 on sit at unknown target offsets"
+    assert index.translate(TP, 5) is None
+    assert index.translate(TP, 20) == 22
