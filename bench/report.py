@@ -391,6 +391,8 @@ def render_markdown(results: Mapping[str, Any]) -> str:
         f"- Date: {meta('date')}",
         f"- Regenerate this page: {command} (or re-render it from the saved results with "
         "`.venv/bin/python -m bench.report <dir>/benchmarks.json <dir>`)",
+        "- Consumer failover against MirrorMaker 2, and what the offset syncs cost: "
+        "[failover-benchmarks.md](failover-benchmarks.md)",
         "",
     ]
     if mirrors:
