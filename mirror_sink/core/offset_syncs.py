@@ -157,13 +157,35 @@ class CycleOffsets:
         self._runs = {}
 
 
-def offset_syncs(spans: Iterable[SyncSpan], runs: Mapping[TargetPartition, tuple[SyncRun, ...]]) -> list[OffsetSync]:
-    """One sync per span; raises ValueError when runs were acknowledged for a partition with no span."""
+#: Runs per sync record at most (about 40 KB encoded): a compacted source can split a transaction's
+#: records into one run each, and a record must stay far below any topic's max.message.bytes.
+MAX_RUNS_PER_SYNC = 4096
+
+
+def offset_syncs(
+    spans: Iterable[SyncSpan],
+    runs: Mapping[TargetPartition, tuple[SyncRun, ...]],
+    max_runs: int = MAX_RUNS_PER_SYNC,
+) -> list[OffsetSync]:
+    """The syncs of a transaction: per span one, or several consecutive ones when it holds more than
+    ``max_runs`` runs (each covers the source range up to the next one's first run).
+
+    Raises ValueError when runs were acknowledged for a partition with no span.
+    """
     spans = list(spans)
     unexplained = set(runs) - {s.target for s in spans}
     if unexplained:
         raise ValueError(f"records acknowledged on {sorted(unexplained)} but no source offset moved there")
-    return [OffsetSync(s.target, s.source_topic, s.source_start, s.source_end, runs.get(s.target, ())) for s in spans]
+    out = []
+    for span in spans:
+        mine = runs.get(span.target, ())
+        start = span.source_start
+        for i in range(0, max(len(mine), 1), max_runs):
+            chunk = mine[i : i + max_runs]
+            end = mine[i + max_runs].source if i + max_runs < len(mine) else span.source_end
+            out.append(OffsetSync(span.target, span.source_topic, start, end, chunk))
+            start = end
+    return out
 
 
 class PartitionIndex:

@@ -41,10 +41,17 @@ class CheckpointEmitter:
         self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         self._source_admin = clients.admin(config.source_admin(), self._client_id)
         self._target_admin = clients.admin(config.target_admin(), self._client_id)
+        self._undelivered: list[str] = []
         self._producer = clients.target_producer(
-            config.target_producer(), f"{self._client_id}-producer", None, config.transaction_timeout_ms
+            {**config.target_producer(), "on_delivery": self._delivered},
+            f"{self._client_id}-producer",
+            None,
+            config.transaction_timeout_ms,
         )
         self._filter = config.group_filter()
+        #: The mirror's own groups are never checkpointed: on the target, its source group's name is
+        #: the shadow group's (by default both are connect-{name}).
+        self._own_groups = {config.shadow_group_id, config.source_group_id}
         self._emitted: dict[tuple[str, TargetPartition], Checkpoint] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -60,22 +67,37 @@ class CheckpointEmitter:
         self._thread.start()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Finish the current round and release the clients."""
+        """Ask the thread to end after its current step; it releases the clients itself (never
+        under a call still running in them)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
-        self._syncs.close()
-        self._producer.flush(10)
+            if self._thread.is_alive():
+                self.log.warning("checkpoint round still running after %.0f s; it stops at its next step", timeout_s)
 
     def _run(self) -> None:
         interval = self.config.emit_checkpoints_interval_s
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.run_once()
-            except Exception as exc:  # a cluster away for a while: try again next round
-                self.log.warning("checkpoint round failed (retrying in %.0f s): %s", interval, exc)
-            self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    self.run_once()
+                except _Stopped:
+                    break
+                except Exception as exc:  # a cluster away for a while: try again next round
+                    self.log.warning("checkpoint round failed (retrying in %.0f s): %s", interval, exc)
+                self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
+        finally:
+            self._syncs.close()
+            self._producer.flush(10)
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise _Stopped
+
+    def _delivered(self, err: object, _msg: object) -> None:
+        if err is not None:
+            self._undelivered.append(str(err))
 
     # -- one round -----------------------------------------------------------------------------
     def run_once(self, *, reread: bool = False) -> list[Translation]:
@@ -85,29 +107,37 @@ class CheckpointEmitter:
         if not index.partitions:
             return []
         partitions = list(source_partitions(index))
-        groups = sorted(g for g in list_groups(self._source_admin) if self._filter.accepts(g))
+        listed = list_groups(self._source_admin, "source")
+        groups = sorted(g for g in listed if self._filter.accepts(g) and g not in self._own_groups)
         translations: list[Translation] = []
         for group in groups:
-            committed = committed_offsets(self.config.source_consumer(), group, partitions, self._client_id)
+            self._check_stop()
+            source = self.config.source_consumer()
+            committed = committed_offsets(source, group, partitions, self._client_id, "source")
             translations += translate_group(group, committed, index)
         if self._forgot_too_much(translations, reread=reread):
             return self.run_once(reread=True)  # read again from the beginning with the lower floors
-        written = 0
+        changed = {}
         for t in translations:
             if t.target_offset is None:
                 continue  # not passed yet: a checkpoint is written only when it is exact
             cp = t.checkpoint()
-            key = (cp.group, cp.target)
-            if self._emitted.get(key) != cp:
+            if self._emitted.get((cp.group, cp.target)) != cp:
+                changed[(cp.group, cp.target)] = cp
+        if changed:
+            self._check_stop()
+            self._undelivered.clear()
+            for cp in changed.values():
                 self._produce(cp)
-                self._emitted[key] = cp
-                written += 1
-        if written:
             remaining = self._producer.flush(30)
-            if remaining:
-                raise RuntimeError(f"{remaining} checkpoints unacknowledged after 30 s")
-            self.checkpoints_written += written
-            self.log.debug("wrote %d checkpoints for %d groups", written, len(groups))
+            if remaining or self._undelivered:
+                # Not remembered as written: the next round writes them again.
+                raise RuntimeError(
+                    f"{remaining} checkpoints unacknowledged after 30 s, delivery errors: {self._undelivered[:3]}"
+                )
+            self._emitted.update(changed)
+            self.checkpoints_written += len(changed)
+            self.log.debug("wrote %d checkpoints for %d groups", len(changed), len(groups))
         if self.config.sync_group_offsets and time.monotonic() >= self._next_group_sync:
             self._next_group_sync = time.monotonic() + self.config.sync_group_offsets_interval_s
             self.sync_groups(translations)
@@ -123,6 +153,9 @@ class CheckpointEmitter:
         index = self._syncs.index
         floors = {tp: end for tp in index.partitions if (end := index.mirrored_to(tp)) is not None}
         for t in translations:
+            part = index.partitions.get(t.target)
+            if part is not None and part.oldest is not None and t.source_offset < part.oldest:
+                continue  # below every sync there is: it must not pin the floor (and the memory) down
             floors[t.target] = min(floors.get(t.target, t.source_offset), t.source_offset)
         lost = [
             t
@@ -159,13 +192,14 @@ class CheckpointEmitter:
                 by_group[t.group].append(t)
         if not by_group:
             return
-        states = list_groups(self._target_admin)
+        states = list_groups(self._target_admin, "target")
         target_props = self.config.target_consumer()
         for group, ts in by_group.items():
+            self._check_stop()
             if states.get(group, "UNKNOWN") not in IDLE_STATES:
                 self.log.debug("group %s is %s on the target: not synced", group, states[group])
                 continue
-            current = committed_offsets(target_props, group, [t.target for t in ts], self._client_id)
+            current = committed_offsets(target_props, group, [t.target for t in ts], self._client_id, "target")
             moves: dict[tuple[str, int], int] = {
                 t.target: t.target_offset
                 for t in ts
@@ -179,3 +213,7 @@ class CheckpointEmitter:
             if moves:
                 self.groups_synced += 1
                 self.log.info("synced group %s on the target: %d partitions moved forward", group, len(moves))
+
+
+class _Stopped(Exception):
+    """The emitter was asked to stop in the middle of a round."""

@@ -10,23 +10,33 @@ reached stops the whole failover with a message naming it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.topic_provisioner import TopicProvisioner
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.groups import IDLE_STATES, GroupActive, commit_offsets, committed_offsets, list_groups
+from mirror_sink.failover.groups import (
+    IDLE_STATES,
+    ClusterUnreachable,
+    GroupActive,
+    commit_offsets,
+    committed_offsets,
+    list_groups,
+)
 from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints
-from mirror_sink.failover.translation import Translation, source_partitions, translate_group
+from mirror_sink.failover.translation import Translation
 
 _SOURCE_PROBE_S = 10.0
 
@@ -79,13 +89,16 @@ class Failover:
     def plan(self, groups: str | None, wait_caught_up_s: float) -> FailoverPlan:
         """Decide every group's target position; FailoverRefused when any cannot be moved."""
         pattern = re.compile(groups) if groups else None
+        source_admin = clients.admin(self.config.source_admin(), self._client_id)
         try:
-            source_groups = list_groups(clients.admin(self.config.source_admin(), self._client_id), _SOURCE_PROBE_S)
-        except TaskFailure as exc:
+            source_groups = list_groups(source_admin, "source", _SOURCE_PROBE_S)
+        except ClusterUnreachable as exc:
+            # Only when no source broker answers: an error the source did answer (an ACL, say)
+            # must not quietly turn an exact failover into one from older checkpoints.
             self.say(f"source cluster {self.config.source_bootstrap} unreachable ({exc}): using the latest checkpoints")
             plan = self._from_checkpoints(pattern)
         else:
-            plan = self._from_syncs(pattern, source_groups, wait_caught_up_s)
+            plan = self._from_syncs(pattern, source_groups, wait_caught_up_s, source_admin)
         self._check_target_groups(plan)
         return plan
 
@@ -95,64 +108,108 @@ class Failover:
         for t in plan.translations:
             if t.target_offset is not None and (t.group, t.target) not in plan.unchanged:
                 by_group.setdefault(t.group, {})[t.target] = t.target_offset
+        self._refuse_active(set(by_group))  # again, just before: a consumer may have started meanwhile
+        moved: list[str] = []
         for group, offsets in sorted(by_group.items()):
             try:
                 commit_offsets(self.config.target_consumer(), group, offsets, self._client_id)
-            except GroupActive as exc:
-                raise FailoverRefused(f"{exc}; stop its consumers and run failover again") from exc
+            except (GroupActive, TaskFailure) as exc:
+                done = f"groups already moved: {', '.join(moved)}" if moved else "no group was moved"
+                raise FailoverRefused(f"{exc} ({done}); fix it and run failover again") from exc
+            moved.append(group)
             self.say(f"committed {len(offsets)} partitions of group {group} on the target")
-        return len(by_group)
+        return len(moved)
 
     # -- planned: exact, from the offset syncs ---------------------------------------------------
     def _from_syncs(
-        self, pattern: re.Pattern[str] | None, source_groups: dict[str, str], wait_s: float
+        self, pattern: re.Pattern[str] | None, source_groups: dict[str, str], wait_s: float, source_admin: AdminClient
     ) -> FailoverPlan:
         syncs = self.config.offset_syncs_partition
         if syncs is None:
             raise FailoverRefused(
                 "offset syncs are off (emit.offset-syncs.enabled=false or transaction.producer=false)"
             )
+        mapped = self._mapped_partitions(source_admin)
+        self._wait_caught_up(mapped, wait_s)
         reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         try:
-            index = self._wait_caught_up(reader, wait_s)
+            index = reader.catch_up()
         finally:
             reader.close()
         selected = self._select(pattern, source_groups)
         translations: list[Translation] = []
-        partitions = list(source_partitions(index))
         for group in selected:
-            committed = committed_offsets(self.config.source_consumer(), group, partitions, self._client_id)
+            source = self.config.source_consumer()
+            committed = committed_offsets(source, group, list(mapped), self._client_id, "source")
             if not committed:
                 self.say(f"group {group} has no committed offset on a mirrored partition: nothing to move")
-            translations += translate_group(group, committed, index)
+            for (topic, partition), offset in sorted(committed.items()):
+                target = mapped[(topic, partition)]
+                translations.append(Translation(group, topic, target, offset, index.translate(target, offset)))
+        translations = self._fill_from_checkpoints(translations)
         missing = [t for t in translations if t.target_offset is None]
         if missing:
             where = ", ".join(
-                f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset}" for t in missing
+                f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset}" for t in missing[:10]
             )
             raise FailoverRefused(
-                f"the mirror has not reached these committed offsets yet: {where} "
-                "(let it catch up, or use --wait-caught-up SECONDS)"
+                f"no exact target offset for: {where} (the mirror has not reached it yet: let it catch up or use "
+                "--wait-caught-up SECONDS; or its offset syncs expired (offset-syncs.topic.retention.ms) and no "
+                "checkpoint holds that offset)"
             )
         plan = FailoverPlan("planned", translations)
         plan.behind = _records_behind(translations, index)
         return plan
 
-    def _wait_caught_up(self, reader: OffsetSyncReader, wait_s: float) -> OffsetIndex:
+    def _mapped_partitions(self, source_admin: AdminClient) -> dict[tuple[str, int], TargetPartition]:
+        """Every source partition the connector mirrors, with its target partition."""
+        provisioner = TopicProvisioner(
+            self.config, source_admin, clients.admin(self.config.target_admin(), self._client_id)
+        )
+        return {
+            (m.source_topic, p): TargetPartition(m.target_topic, p)
+            for m in provisioner.discover().values()
+            for p in range(m.source_partitions)
+        }
+
+    def _fill_from_checkpoints(self, translations: list[Translation]) -> list[Translation]:
+        """Where the syncs no longer translate a group's offset (expired), a checkpoint written for
+        that very offset while they did is just as exact."""
+        if all(t.target_offset is not None for t in translations) or not self.config.emit_checkpoints:
+            return translations
+        topic = checkpoints_topic(self.config.source_alias)
+        try:
+            stored = read_checkpoints(self.config.target_consumer(), topic, f"{self._client_id}-checkpoints")
+        except TaskFailure:
+            return translations
+        out = []
+        for t in translations:
+            s = stored.get((t.group, t.target))
+            exact = t.target_offset is None and s is not None and s.checkpoint.upstream_offset == t.source_offset
+            out.append(dataclasses.replace(t, target_offset=s.checkpoint.downstream_offset) if exact and s else t)
+        return out
+
+    def _wait_caught_up(self, mapped: dict[tuple[str, int], TargetPartition], wait_s: float) -> None:
+        """Until the shadow group holds each mapped partition's last stable offset (or ``wait_s`` is up)."""
         deadline = time.monotonic() + wait_s
         source = _reader(self.config.source_consumer(), self._client_id)
         try:
             while True:
-                index = reader.catch_up()
+                shadow = committed_offsets(
+                    self.config.target_consumer(),
+                    self.config.shadow_group_id,
+                    list(mapped.values()),
+                    self._client_id,
+                    "target",
+                )
                 behind = {}
-                for (topic, partition), target in source_partitions(index).items():
+                for (topic, partition), target in mapped.items():
                     end = _stable_end(source, topic, partition)
-                    mirrored = index.mirrored_to(target) or 0
-                    if end > mirrored:
-                        behind[f"{topic}-{partition}"] = end - mirrored
+                    if end > shadow.get(target, 0):
+                        behind[f"{topic}-{partition}"] = end - shadow.get(target, 0)
                 if not behind:
                     self.say("the mirror has reached the source's last stable offsets")
-                    return index
+                    return
                 if time.monotonic() >= deadline:
                     if wait_s > 0:
                         worst = ", ".join(f"{k} by {v}" for k, v in sorted(behind.items())[:10])
@@ -161,13 +218,16 @@ class Failover:
                         )
                     total = sum(behind.values())
                     self.say(f"note: the mirror is {total} offsets behind the source on {len(behind)} partitions")
-                    return index
+                    return
                 self.say(f"waiting for the mirror: {sum(behind.values())} offsets behind on {len(behind)} partitions")
                 time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
         finally:
             source.close()
 
     def _select(self, pattern: re.Pattern[str] | None, groups: dict[str, str]) -> list[str]:
+        # The mirror's own groups never move: on the target, its source group's name is the shadow group's.
+        own = {self.config.shadow_group_id, self.config.source_group_id}
+        groups = {g: state for g, state in groups.items() if g not in own}
         if pattern is not None:
             selected = sorted(g for g in groups if pattern.fullmatch(g))
             if not selected:
@@ -214,19 +274,23 @@ class Failover:
         return plan
 
     # -- the target side -------------------------------------------------------------------------
-    def _check_target_groups(self, plan: FailoverPlan) -> None:
-        states = list_groups(clients.admin(self.config.target_admin(), self._client_id))
-        active = sorted({t.group for t in plan.translations if states.get(t.group, "UNKNOWN") not in IDLE_STATES})
+    def _refuse_active(self, groups: set[str]) -> None:
+        states = list_groups(clients.admin(self.config.target_admin(), self._client_id), "target")
+        active = sorted(g for g in groups if states.get(g, "UNKNOWN") not in IDLE_STATES)
         if active:
             detail = ", ".join(f"{g} ({states[g]})" for g in active)
             raise FailoverRefused(
                 f"consumer groups active on the target: {detail}; stop their consumers there first (nothing committed)"
             )
+
+    def _check_target_groups(self, plan: FailoverPlan) -> None:
+        self._refuse_active({t.group for t in plan.translations})
         by_group: dict[str, list[Translation]] = {}
         for t in plan.translations:
             by_group.setdefault(t.group, []).append(t)
         for group, ts in by_group.items():
-            current = committed_offsets(self.config.target_consumer(), group, [t.target for t in ts], self._client_id)
+            target = self.config.target_consumer()
+            current = committed_offsets(target, group, [t.target for t in ts], self._client_id, "target")
             for t in ts:
                 have = current.get(t.target)
                 if have is not None and t.target_offset is not None and have >= t.target_offset:

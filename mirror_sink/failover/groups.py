@@ -29,17 +29,41 @@ class GroupActive(Exception):
     """The group has active members on the target: its offsets are left alone."""
 
 
-def list_groups(admin: AdminClient, timeout_s: float = 30.0) -> dict[str, str]:
-    """Every consumer group of the cluster and its state name (STABLE, EMPTY, ...)."""
+class ClusterUnreachable(TaskFailure):
+    """No broker of the cluster answered (as opposed to one that answered with an error)."""
+
+
+_UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT})
+
+
+def list_groups(admin: AdminClient, cluster: str, timeout_s: float = 30.0) -> dict[str, str]:
+    """Every consumer group of the ``cluster`` ("source"/"target") and its state (STABLE, EMPTY, ...).
+
+    ClusterUnreachable when no broker answered; TaskFailure for any other error (an ACL, say).
+    """
+    what = f"cannot list the consumer groups of the {cluster} cluster"
     try:
         result = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s + 5)
     except KafkaException as exc:
-        raise TaskFailure(f"cannot list consumer groups: {exc.args[0].str()}") from exc
+        err: KafkaError = exc.args[0]
+        kind = ClusterUnreachable if err.code() in _UNREACHABLE else TaskFailure
+        raise kind(f"{what}: {err.str()}") from exc
     except TimeoutError as exc:
-        raise TaskFailure(f"cannot list consumer groups: no answer within {timeout_s:.0f} s") from exc
+        raise ClusterUnreachable(f"{what}: no answer within {timeout_s:.0f} s") from exc
     if result.errors:  # e.g. every broker unreachable: a partial list must not pass for the whole
-        raise TaskFailure(f"cannot list consumer groups: {'; '.join(str(e) for e in result.errors)}")
+        errors = [_as_kafka_error(e) for e in result.errors]
+        kind = ClusterUnreachable if all(e is not None and e.code() in _UNREACHABLE for e in errors) else TaskFailure
+        raise kind(f"{what}: {'; '.join(e.str() if e is not None else '?' for e in errors)}")
     return {g.group_id: g.state.name if g.state is not None else "UNKNOWN" for g in result.valid}
+
+
+def _as_kafka_error(error: object) -> KafkaError | None:
+    """librdkafka reports these errors as KafkaError, or as a KafkaException wrapping one."""
+    if isinstance(error, KafkaError):
+        return error
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        return error.args[0]
+    return None
 
 
 def _member(props: Mapping[str, str], group: str, client_id: str) -> Consumer:
@@ -56,12 +80,20 @@ def _member(props: Mapping[str, str], group: str, client_id: str) -> Consumer:
 
 
 def committed_offsets(
-    props: Mapping[str, str], group: str, partitions: Iterable[tuple[str, int]], client_id: str, timeout_s: float = 60.0
+    props: Mapping[str, str],
+    group: str,
+    partitions: Iterable[tuple[str, int]],
+    client_id: str,
+    cluster: str,
+    *,
+    timeout_s: float = 60.0,
 ) -> dict[tuple[str, int], int]:
-    """``group``'s committed offsets on ``partitions`` (only those it has), read stable."""
+    """``group``'s committed offsets on ``partitions`` of the ``cluster`` (only those it has), read stable."""
     consumer = _member(props, group, client_id)
     try:
         offsets = read_stable_offsets(consumer, partitions, give_up_after_s=timeout_s)
+    except TaskFailure as exc:
+        raise TaskFailure(f"group {group!r} on the {cluster} cluster: {exc}") from exc
     finally:
         consumer.close()
     return {tp: o for tp, o in offsets.items() if o is not None}

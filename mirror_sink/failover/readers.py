@@ -48,9 +48,14 @@ class _TopicReader:
     def read_new(self, timeout_s: float) -> Iterator[tuple[bytes, bytes, int]]:
         """(key, value, timestamp ms) of every record up to the topic's current end (LSO when read_committed)."""
         try:
-            _, end = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s, cached=False)
+            low, end = self.consumer.get_watermark_offsets(
+                TopicPartition(self.topic, 0), timeout=timeout_s, cached=False
+            )
         except KafkaException as exc:
             raise TaskFailure(f"cannot read the end offset of {self.topic} on the target: {exc.args[0].str()}") from exc
+        # Retention may have deleted everything before ``low`` (or all of it: then nothing is ever
+        # returned and the consumer's position never moves; the start is ``low`` then).
+        self.position = max(self.position, low)
         deadline = time.monotonic() + timeout_s
         while self.position < end:
             if time.monotonic() > deadline:

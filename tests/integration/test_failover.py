@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
@@ -24,6 +25,7 @@ from devkafka.data import (
     rec_from_message,
 )
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
+from mirror_sink.core.offset_syncs import offset_syncs_topic
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     TransactionalLoad,
@@ -196,21 +198,22 @@ def test_failover_resumes_every_group_exactly(
 def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
 ) -> None:
-    topic, name = unique("dr"), unique("dr")
+    topic, name, alias = unique("dr"), unique("dr"), unique("drsrc")  # its own syncs and checkpoints topics
     mid, busy, unknown, late = unique("dr-mid"), unique("dr-busy"), unique("dr-none"), unique("dr-late")
+    orphan = unique("dr-orphan")
     create_topic(source.bootstrap_servers, topic, 2)
     now = int(time.time() * 1000)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i, i % 2) for i in range(400)])
     _commit(source.bootstrap_servers, mid, {(topic, 0): 77, (topic, 1): 123})
     _commit(source.bootstrap_servers, busy, {(topic, 0): 10, (topic, 1): 10})
-    config = mirror_config(name, source, target, topic, **CHECKPOINTS)
+    config = mirror_config(name, source, target, topic, **CHECKPOINTS, **{"source.cluster.alias": alias})
     proc = mirror(config).start()
-    target_topic = f"source.{topic}"
+    target_topic = f"{alias}.{topic}"
     try:
         wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "mirror")
 
         def checkpointed() -> bool:
-            stored = read_all(target.bootstrap_servers, checkpoints_topic("source")).get(0, [])
+            stored = read_all(target.bootstrap_servers, checkpoints_topic(alias)).get(0, [])
             cps = [Checkpoint.decode(r.key or b"", r.value or b"") for r in stored]
             return len({(c.group, c.target) for c in cps if c.group in (mid, busy)}) == 4
 
@@ -219,7 +222,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
         _commit(source.bootstrap_servers, late, {(topic, 0): 5, (topic, 1): 3})
 
         def late_checkpointed() -> bool:
-            stored = read_all(target.bootstrap_servers, checkpoints_topic("source")).get(0, [])
+            stored = read_all(target.bootstrap_servers, checkpoints_topic(alias)).get(0, [])
             cps = [Checkpoint.decode(r.key or b"", r.value or b"") for r in stored]
             return {(c.target.partition, c.downstream_offset) for c in cps if c.group == late} == {(0, 5), (1, 3)}
 
@@ -258,6 +261,22 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     # The source gone and no checkpoint for the group: refused, nothing committed.
     result = _failover(gone, tmp_path, "--groups", unknown)
     assert result.returncode == 1 and "no consumer group" in result.stdout
+
+    # The offset syncs expired (deleted here as retention would): a checkpoint written for the very
+    # offset a group still has is as exact; a group with no such checkpoint is refused, nothing committed.
+    syncs = TopicPartition(offset_syncs_topic(alias), 0)
+    ends = end_offsets(target.bootstrap_servers, syncs.topic)
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(syncs.topic, 0, ends[0])]).values():
+        future.result(30)
+    _commit(source.bootstrap_servers, orphan, {(topic, 0): 50})
+    result = _failover(config, tmp_path, "--groups", f"{late}|{orphan}", "--wait-caught-up", "30")
+    assert result.returncode == 1 and f"no exact target offset for: {orphan} on {topic}-0 at 50" in result.stdout
+    assert committed_offsets(target.bootstrap_servers, late, [(target_topic, 0)])[(target_topic, 0)] == -1001
+    result = _failover(config, tmp_path, "--groups", late, "--wait-caught-up", "30")
+    assert result.returncode == 0, result.stdout + result.stderr
+    moved = committed_offsets(target.bootstrap_servers, late, [(target_topic, 0), (target_topic, 1)])
+    assert moved == {(target_topic, 0): 5, (target_topic, 1): 3}
 
 
 def test_group_sync_moves_idle_groups_forward_only(

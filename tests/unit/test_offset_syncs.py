@@ -256,3 +256,29 @@ def test_a_hole_in_the_syncs_is_never_translated_across() -> None:
     assert index.translate(TP, 15) is None, "the records from 15 on sit at unknown target offsets"
     assert index.translate(TP, 5) is None
     assert index.translate(TP, 20) == 22
+
+
+def test_a_transaction_with_many_runs_is_split_into_consecutive_syncs() -> None:
+    runs = tuple(SyncRun(100 + 2 * i, 10 + i, 1) for i in range(10))  # compacted: every other offset
+    syncs = offset_syncs([SyncSpan(TP, "orders", 100, 125)], {TP: runs}, max_runs=4)
+    assert [(s.source_start, s.source_end, len(s.runs)) for s in syncs] == [(100, 108, 4), (108, 116, 4), (116, 125, 2)]
+    index = OffsetIndex()
+    for sync in syncs:
+        index.add(sync)
+    assert [index.translate(TP, o) for o in (100, 101, 107, 108, 118, 119, 125)] == [10, 11, 14, 14, 19, 20, 20]
+
+
+def test_failover_never_selects_the_mirrors_own_groups() -> None:
+    import re
+
+    from connectors.mirror_sink_config import MirrorSinkConfig
+    from mirror_sink.failover.failover import Failover
+
+    cfg = MirrorSinkConfig.parse(
+        {"name": "m", "source.cluster.bootstrap.servers": "a:1", "target.cluster.bootstrap.servers": "b:1"}
+    )
+    failover = Failover(cfg, say=lambda _: None)
+    groups = {"connect-m": "EMPTY", "billing": "EMPTY", "console-consumer-7": "EMPTY"}
+    # On the target, connect-m is the shadow group: moving it would overwrite the mirror's own offsets.
+    assert failover._select(re.compile(".*"), groups) == ["billing", "console-consumer-7"]
+    assert failover._select(None, groups) == ["billing"]
