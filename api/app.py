@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.models import (
@@ -92,6 +93,11 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     @app.get("/", response_model=ServerInfo)
     def server_info() -> ServerInfo:
         return ServerInfo(version=__version__, commit=commit, kafka_cluster_id=cluster_id())
+
+    @app.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
+    def metrics() -> Response:
+        """Prometheus text format: MirrorMaker 2's and Connect's series and the mirror's own."""
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/health", response_model=HealthResponse)
     def health() -> HealthResponse:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException, TopicPartition
 
 from connectors.ownership import Ownership
+from connectors.task_metrics import TaskMetrics
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.errors import AbortCycle, TaskFailure
@@ -39,10 +40,13 @@ class TaskCounters:
 class Cycle:
     """Runs one run's cycles until asked to stop; a graceful stop commits the open cycle."""
 
-    def __init__(self, run: TaskRun, ownership: Ownership, counters: TaskCounters) -> None:
+    def __init__(self, run: TaskRun, ownership: Ownership, counters: TaskCounters, task_id: int = 0) -> None:
         self.run = run
         self.ownership = ownership
         self.counters = counters
+        cfg = run.config
+        self.metrics = TaskMetrics(cfg.name, task_id, cfg.source_alias, cfg.target_alias)
+        self._rebalances_seen = 0
         self.log = run.log
         self.committer = run.committer
         self.path = run.path
@@ -65,6 +69,8 @@ class Cycle:
                 if mappings is not None:
                     own.update(mappings)
                 own.serve()
+                self.metrics.serving(len(own.reading), own.rebalances - self._rebalances_seen)
+                self._rebalances_seen = own.rebalances
                 if lag_interval_s and now >= next_lag_commit:
                     self.commit_source_positions()
                     next_lag_commit = now + lag_interval_s
@@ -83,6 +89,7 @@ class Cycle:
                 self.abort_and_rewind(str(exc))
                 continue
             self.counters.records += copied.records
+            self.metrics.read(copied.records)
             self._cycle_bytes += copied.bytes
             if self._cycle_bytes >= cfg.transaction_max_bytes or time.monotonic() >= self._next_commit_at:
                 self.commit()
@@ -113,6 +120,7 @@ class Cycle:
             return
         own.committed.update(offsets)
         own.unsaved_start.clear()
+        self.metrics.committed(self.path)
         self._aborting_since = None
         self.counters.commits += 1
         self.counters.bytes += self._cycle_bytes
@@ -139,6 +147,7 @@ class Cycle:
         self._aborting_since = self._aborting_since or now
         self.log.warning("cycle aborted, rewinding to the committed offsets: %s", reason)
         self.committer.abort()
+        self.metrics.aborted(self.path)
         self._cycle_bytes = 0
         own = self.ownership
         self.path.rewind({tp: own.committed[tp] for tp in own.reading})

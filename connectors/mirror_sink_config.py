@@ -110,6 +110,7 @@ class MirrorSinkConfig(BaseModel):
     groups_exclude: str = Field(DEFAULT_GROUPS_EXCLUDE, alias="groups.exclude")
     sync_group_offsets: bool = Field(False, alias="sync.group.offsets.enabled")
     sync_group_offsets_interval_s: float = Field(5.0, alias="sync.group.offsets.interval.seconds", gt=0)
+    metrics_aggregate: Literal["partition", "topic"] = Field("partition", alias="metrics.aggregate")
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("connector_class")
@@ -317,4 +318,6 @@ KEY_DOCS: dict[str, str] = {
     "sync.group.offsets.enabled": "Commit translated offsets into the same-named groups on the target while "
     "they have no active members; never backwards.",
     "sync.group.offsets.interval.seconds": "How often group offsets are synced (default 5; MM2's is 60).",
+    "metrics.aggregate": "partition (default): per-partition metric series; topic: one series per topic "
+    '(partition="all"), for many thousands of partitions.',
 }

@@ -139,7 +139,7 @@ class MirrorSinkTask:
         run.committer.start()
         ownership.subscribe()
         self.state = TaskState.RUNNING
-        Cycle(run, ownership, self.counters).loop(self._stop, self._new_mappings)
+        Cycle(run, ownership, self.counters, self.task_id).loop(self._stop, self._new_mappings)
         self.state = TaskState.STOPPED
 
     def _fail(self, exc: Exception, run: TaskRun | None) -> None:

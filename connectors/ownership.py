@@ -36,6 +36,8 @@ class Ownership:
         self.owned: set[TargetPartition] = set()
         #: Source partitions read now, each with the target partition it is mirrored to.
         self.reading: dict[SourcePartition, TargetPartition] = {}
+        #: Assignments and revocations served so far (for metrics).
+        self.rebalances = 0
         #: The next source offset the shadow group holds for each partition read: the rewind point.
         self.committed: dict[SourcePartition, int] = {}
         #: Start offsets chosen by the fallback that no commit has saved yet.
@@ -105,6 +107,7 @@ class Ownership:
         return run
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.rebalances += 1
         consumer.assign(partitions)
         if partitions:
             consumer.pause(partitions)  # ownership only: this member never fetches the target
@@ -113,6 +116,7 @@ class Ownership:
         self._sync_reading()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.rebalances += 1
         self._give_up(partitions, "revoked")
         consumer.unassign()
 

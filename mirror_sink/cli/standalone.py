@@ -10,6 +10,8 @@ import socket
 from pathlib import Path
 from types import FrameType
 
+import prometheus_client
+
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.standalone import StandaloneRunner
@@ -31,6 +33,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="this process's identity; task slots (transactional.ids) derive from it. "
         "A restarted process must keep its id; two live processes must not share one (default: hostname)",
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics (default: none)",
+    )
     p.set_defaults(func=main)
 
 
@@ -46,6 +54,9 @@ def main(args: argparse.Namespace) -> int:
         log.info("%s received: finishing the current transaction and stopping", signal.Signals(signum).name)
         runner.request_stop()
 
+    if args.metrics_port is not None:
+        prometheus_client.start_http_server(args.metrics_port)
+        log.info("metrics on http://0.0.0.0:%d/metrics", args.metrics_port)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     # Like jstack for a JVM: SIGUSR1 prints every thread's stack, for a mirror that seems stuck.

@@ -14,8 +14,9 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, TopicPartition
 
+from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.offset_syncs import SyncSpan
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
 
 
 class Committer(Protocol):
@@ -84,6 +85,15 @@ class DataPath(Protocol):
         Past control records and aborted transactions too, so the shadow group can reach the
         source's end offsets exactly.
         """
+
+    def take_stats(self) -> dict[TargetPartition, CycleStats]:
+        """Records, bytes and timestamps per target partition since the last call (for metrics)."""
+
+    def batch_counts(self) -> dict[str, int]:
+        """Raw mode: batches forwarded and re-encoded (by reason) since the start; empty in record mode."""
+
+    def memory(self) -> dict[str, int]:
+        """Raw mode: the memory budget's in_use, limit and peak bytes; empty in record mode."""
 
     def describe(self) -> str:
         """The mode and its own counters, for progress logs."""

@@ -20,6 +20,7 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.logs import context_logger
+from mirror_sink.core.metrics import checkpoint_round_seconds, checkpoints_written_total
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.groups import IDLE_STATES, GroupActive, commit_offsets, committed_offsets, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader
@@ -81,7 +82,8 @@ class CheckpointEmitter:
             while not self._stop.is_set():
                 started = time.monotonic()
                 try:
-                    self.run_once()
+                    with checkpoint_round_seconds.labels(self.config.name).time():
+                        self.run_once()
                 except _Stopped:
                     break
                 except Exception as exc:  # a cluster away for a while: try again next round
@@ -137,6 +139,7 @@ class CheckpointEmitter:
                 )
             self._emitted.update(changed)
             self.checkpoints_written += len(changed)
+            checkpoints_written_total.labels(self.config.name).inc(len(changed))
             self.log.debug("wrote %d checkpoints for %d groups", len(changed), len(groups))
         if self.config.sync_group_offsets and time.monotonic() >= self._next_group_sync:
             self._next_group_sync = time.monotonic() + self.config.sync_group_offsets_interval_s

@@ -8,6 +8,7 @@ the target acknowledges one round of batches the next is being fetched, all with
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -17,6 +18,7 @@ from mirror_sink.core import clients
 from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.logs import Log
+from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
 from mirror_sink.raw.committer import RawCommitter
@@ -32,6 +34,7 @@ _QUEUED_PER_PARTITION = 5
 _DEFAULT_FETCH_MAX_BYTES = 50 * 1024 * 1024
 _DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024
 _DEFAULT_TARGET_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
+_INT64 = struct.Struct(">q")
 
 
 class RawPath:
@@ -102,6 +105,7 @@ class RawPath:
         self._target: dict[SourcePartition, TargetPartition] = {}
         self.forwarded = 0
         self.reencoded: Counter[ReencodeReason] = Counter()
+        self._stats: dict[TargetPartition, CycleStats] = {}
         self._explained: set[tuple[SourcePartition, ReencodeReason]] = set()
 
     # -- DataPath -------------------------------------------------------------------------------
@@ -120,6 +124,7 @@ class RawPath:
 
     def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
         """Fetch again from the committed offsets; what was fetched since is dropped."""
+        self._stats = {}
         self.fetcher.seek(offsets)
         self._position.update(offsets)
 
@@ -149,6 +154,19 @@ class RawPath:
         of ours can be left blocked in these)."""
         self.fetcher.close()
         self.producer.close()
+
+    def take_stats(self) -> dict[TargetPartition, CycleStats]:
+        """Per target partition: batches' records, bytes and timestamps since the last call."""
+        stats, self._stats = self._stats, {}
+        return stats
+
+    def batch_counts(self) -> dict[str, int]:
+        """Batches forwarded as they are, and re-encoded by reason, since the start."""
+        return {"forwarded": self.forwarded, **{f"reencoded_{why}": n for why, n in self.reencoded.items()}}
+
+    def memory(self) -> dict[str, int]:
+        """The memory budget: bytes in use, the limit, the peak."""
+        return {"in_use": self.budget.used, "limit": self.budget.limit, "peak": self.budget.peak}
 
     def describe(self) -> str:
         """Batch counts for progress logs."""
@@ -206,6 +224,7 @@ class RawPath:
             assert header is not None
             self.producer.send(target_tp, item.batch, header.record_count, item.size, header.base_offset)
             self.forwarded += 1
+            self._count(target_tp, item.batch, header.record_count)
             return header.record_count, len(item.batch)
         self.reencoded[problem.reason] += 1
         if (tp, problem.reason) not in self._explained:
@@ -220,10 +239,18 @@ class RawPath:
         for i, (built, offsets) in enumerate(rebuilt):
             charge = item.size if i == len(rebuilt) - 1 else 0
             self.producer.send(target_tp, memoryview(built), len(offsets), charge, offsets)
+            self._count(target_tp, built, len(offsets))
             records += len(offsets)
         if not rebuilt:
             self.budget.give_back(item.size)
         return records, sum(len(r.batch) for r in rebuilt)
+
+    def _count(self, tp: TargetPartition, batch: memoryview | bytearray, records: int) -> None:
+        stats = self._stats.get(tp)
+        if stats is None:
+            stats = self._stats[tp] = CycleStats()
+        # v2 header: baseTimestamp at 27, maxTimestamp at 35 (the first and the latest record's).
+        stats.add(records, len(batch), _INT64.unpack_from(batch, 27)[0], _INT64.unpack_from(batch, 35)[0])
 
     def _max_message_bytes(self, topic: str) -> int:
         limit = self._limits.get(topic)

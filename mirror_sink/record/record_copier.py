@@ -8,6 +8,7 @@ from typing import cast
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.retry import retry_call
 
 _PARTITION_WAIT_S = 30.0
@@ -24,12 +25,15 @@ class RecordCopier:
         self.producer = producer
         #: Where each produced record's source offset is noted, per target partition (offset syncs).
         self.sources = sources
+        #: Records, bytes and timestamps per target partition, for metrics (taken at each commit).
+        self.stats: dict[tuple[str, int], CycleStats] = {}
 
     def copy(self, messages: Sequence[Message], target_topics: Mapping[str, str]) -> int:
         """Produce ``messages`` (all without error) and return their key + value bytes."""
         produced = 0
         produce, poll = self.producer.produce, self.producer.poll
         sources = self.sources
+        stats = self.stats
         for msg in messages:
             key, value = msg.key(), msg.value()
             _, timestamp = msg.timestamp()
@@ -64,7 +68,16 @@ class RecordCopier:
                 if noted is None:
                     noted = sources[(topic, partition)] = []
                 noted.append(cast(int, msg.offset()))
-            produced += (len(key) if key else 0) + (len(value) if value else 0)
+            size = (len(key) if key else 0) + (len(value) if value else 0)
+            produced += size
+            st = stats.get((topic, partition))
+            if st is None:
+                st = stats[(topic, partition)] = CycleStats()
+            st.records += 1
+            st.bytes += size
+            st.ts_sum += timestamp
+            st.min_ts = min(st.min_ts, timestamp)
+            st.max_ts = max(st.max_ts, timestamp)
         poll(0)
         return produced
 

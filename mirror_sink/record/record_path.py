@@ -9,7 +9,8 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import Log
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.metrics import CycleStats
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.record.committers import (
     AtLeastOnceCommitter,
     DeliveryTracker,
@@ -63,6 +64,7 @@ class RecordPath:
         if not offsets:
             return
         self._rewound.update(offsets)
+        self.copier.stats = {}
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in offsets])
         self.assign(offsets)
 
@@ -105,6 +107,20 @@ class RecordPath:
             raise TaskFailure(f"reading source partition {where}: {err.str()}")
         self.log.warning("source consumer error on %s (retrying): %s", where, err.str())
         return True
+
+    def take_stats(self) -> dict[TargetPartition, CycleStats]:
+        """Per target partition: records, key + value bytes and timestamps since the last call."""
+        stats = {TargetPartition(*key): s for key, s in self.copier.stats.items()}
+        self.copier.stats = {}
+        return stats
+
+    def batch_counts(self) -> dict[str, int]:
+        """Raw mode's counters: none here."""
+        return {}
+
+    def memory(self) -> dict[str, int]:
+        """Raw mode's budget: librdkafka keeps its own queues here."""
+        return {}
 
     def describe(self) -> str:
         """For progress logs."""

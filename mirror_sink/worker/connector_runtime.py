@@ -15,9 +15,11 @@ from connectors.mirror_sink_task import MirrorSinkTask, TaskState
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
+from mirror_sink.core.metrics import MIRROR
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
 from mirror_sink.failover.checkpointer import CheckpointEmitter
 from mirror_sink.worker.config_store import TargetState
+from mirror_sink.worker.lag_monitor import LagMonitor
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ class ConnectorRuntime:
         self._next_refresh = 0.0
         self._transition: threading.Thread | None = None
         self.checkpoints: CheckpointEmitter | None = None
+        self.lag: LagMonitor | None = None
         self._closed = False  # after shutdown no task may start, whatever transition is still running
 
     # -- target states -------------------------------------------------------------------------
@@ -96,6 +99,8 @@ class ConnectorRuntime:
             self.state = StateInfo(ConnectorState.RUNNING)
         else:
             self._stop_tasks()
+            if target is not TargetState.PAUSED:
+                self._stop_lag()
             self.state = StateInfo(ConnectorState.PAUSED if target is TargetState.PAUSED else ConnectorState.STOPPED)
 
     def _refuse_other_runtime(self) -> None:
@@ -119,6 +124,11 @@ class ConnectorRuntime:
             if cfg.emit_checkpoints and cfg.offset_syncs_partition is not None and self.checkpoints is None:
                 self.checkpoints = CheckpointEmitter(cfg)
                 self.checkpoints.start()
+            if self.lag is None:
+                self.lag = LagMonitor(cfg, lambda: self.connector.mappings)
+                self.lag.start()
+            if cfg.metrics_aggregate == "topic":
+                MIRROR.topic_level.add(cfg.source_alias)
 
     def _stop_tasks(self) -> None:
         with self._lock:
@@ -130,6 +140,13 @@ class ConnectorRuntime:
             task.stop(0)  # every task starts finishing its cycle at once ...
         for task in tasks:
             task.stop(_TASK_STOP_TIMEOUT_S)  # ... then wait for each
+
+    def _stop_lag(self) -> None:
+        """The lag is watched while the connector is RUNNING or PAUSED (a paused mirror's lag grows)."""
+        with self._lock:
+            lag, self.lag = self.lag, None
+        if lag is not None:
+            lag.stop()
 
     # -- restarts ------------------------------------------------------------------------------
     def restart(self, *, include_tasks: bool, only_failed: bool) -> None:
@@ -203,6 +220,7 @@ class ConnectorRuntime:
         if transition is not None:
             transition.join(_TASK_STOP_TIMEOUT_S)
         self._stop_tasks()
+        self._stop_lag()
 
     # -- status --------------------------------------------------------------------------------
     def task_states(self) -> list[StateInfo]:

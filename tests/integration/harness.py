@@ -161,16 +161,17 @@ class ChildProcess:
 class MirrorProcess(ChildProcess):
     """``mirror-sink run`` for one connector config under one worker id."""
 
-    def __init__(self, config: dict[str, str], worker_id: str, workdir: Path) -> None:
+    def __init__(self, config: dict[str, str], worker_id: str, workdir: Path, *extra: str) -> None:
         super().__init__(f"{config['name']}-{worker_id}", workdir)
         self.config = config
         self.worker_id = worker_id
         self.config_path = workdir / f"{self.label}.json"
+        self.extra = extra
 
     def argv(self) -> list[str]:
-        """``run <config> --worker-id <id>``, writing the config file first."""
+        """``run <config> --worker-id <id> [extra...]``, writing the config file first."""
         self.config_path.write_text(json.dumps({"name": self.config["name"], "config": self.config}))
-        return ["run", str(self.config_path), "--worker-id", self.worker_id]
+        return ["run", str(self.config_path), "--worker-id", self.worker_id, *self.extra]
 
 
 class WorkerProcess(ChildProcess):

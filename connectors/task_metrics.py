@@ -1,0 +1,69 @@
+"""One task's metrics: Connect's sink-task names and the mirror's own, bound to its connector and task labels."""
+
+from __future__ import annotations
+
+import time
+
+from mirror_sink.core import metrics as m
+from mirror_sink.core.data_path import DataPath
+
+
+class TaskMetrics:
+    """What a task's cycle reports, once per copy call or commit (never per record)."""
+
+    def __init__(self, connector: str, task: int, source_alias: str, target_alias: str) -> None:
+        labels = (connector, str(task))
+        self._labels = labels
+        self._aliases = (source_alias, target_alias)
+        self._read = m.sink_record_read_total.labels(*labels)
+        self._sent = m.sink_record_send_total.labels(*labels)
+        self._partitions = m.sink_partition_count.labels(*labels)
+        self._completed = m.offset_commit_completion_total.labels(*labels)
+        self._skipped = m.offset_commit_skip_total.labels(*labels)
+        self._committed = m.transactions_total.labels(*labels, "committed")
+        self._aborted = m.transactions_total.labels(*labels, "aborted")
+        self._duration = m.transaction_seconds.labels(*labels)
+        self._rebalances = m.rebalances_total.labels(*labels)
+        self._batches: dict[str, int] = {}
+        self._cycle_started: float | None = None
+
+    def read(self, records: int) -> None:
+        """Records the cycle took from the source."""
+        if records:
+            self._read.inc(records)
+            if self._cycle_started is None:
+                self._cycle_started = time.monotonic()
+
+    def committed(self, path: DataPath) -> None:
+        """The open cycle committed: its records per target partition, its duration, the path's counters."""
+        stats = path.take_stats()
+        m.MIRROR.committed(*self._aliases, stats)
+        self._sent.inc(sum(s.records for s in stats.values()))
+        self._completed.inc()
+        self._committed.inc()
+        if self._cycle_started is not None:
+            self._duration.observe(time.monotonic() - self._cycle_started)
+            self._cycle_started = None
+        self._path_counters(path)
+
+    def aborted(self, path: DataPath) -> None:
+        """The open cycle was aborted: nothing of it counts as sent."""
+        path.take_stats()
+        self._skipped.inc()
+        self._aborted.inc()
+        self._cycle_started = None
+
+    def serving(self, partitions: int, new_rebalances: int) -> None:
+        """Between cycles: partitions read, and the shadow group's assignments and revocations since the last call."""
+        self._partitions.set(partitions)
+        if new_rebalances:
+            self._rebalances.inc(new_rebalances)
+
+    def _path_counters(self, path: DataPath) -> None:
+        for outcome, total in path.batch_counts().items():
+            before = self._batches.get(outcome, 0)
+            if total > before:
+                m.raw_batches_total.labels(*self._labels, outcome).inc(total - before)
+                self._batches[outcome] = total
+        for kind, value in path.memory().items():
+            m.memory_budget_bytes.labels(*self._labels, kind).set(value)

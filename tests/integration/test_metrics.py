@@ -1,0 +1,124 @@
+"""Prometheus metrics of a live mirror: MirrorMaker 2's and Connect's series with true values, and the lag."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.cluster import free_port
+from devkafka.data import Rec, create_topic, produce
+from tests.integration.harness import (
+    MirrorProcess,
+    TransactionalLoad,
+    Unique,
+    WorkerProcess,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
+
+MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
+
+
+def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample of ``url`` by name: (labels, value)."""
+    text = httpx.get(url, timeout=10).text
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return out
+
+
+def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    return sum(v for lab, v in samples.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A running REST worker; stopped at teardown."""
+    process = WorkerProcess(tmp_path).start()
+    yield process
+    if process.alive():
+        process.stop()
+
+
+def test_worker_metrics_count_what_was_mirrored_and_the_lag(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+) -> None:
+    name, topic = unique("metrics"), unique("metrics")
+    target_topic = f"source.{topic}"
+    create_topic(source.bootstrap_servers, topic, 2)
+    load = TransactionalLoad(source.bootstrap_servers, topic, 2, 600, per_txn=50, abort_every=4, txn_id=f"{name}-l")
+    load.start().join(120)
+    client = httpx.Client(base_url=worker.url, timeout=60)
+    config = {k: v for k, v in mirror_config(name, source, target, topic).items() if k != "name"}
+    assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    group = f"connect-{name}"
+    wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the mirror")
+
+    url = f"{worker.url}/metrics"
+
+    def lag_is(expected: int) -> bool:
+        lag = [
+            v for lab, v in scrape(url).get("mirror_sink_replication_lag_records", []) if lab["topic"] == target_topic
+        ]
+        return len(lag) == 2 and sum(lag) == expected
+
+    wait_until(lambda: lag_is(0), 30, "the lag gauges at 0", interval=1)
+    m = scrape(url)
+    # MirrorMaker 2's series, per target partition, with its labels: the committed records exactly.
+    assert total(m, MM2 + "record_count", source="source", target="target", topic=target_topic) == load.committed
+    assert {lab["partition"] for lab, _ in m[MM2 + "record_count"] if lab["topic"] == target_topic} == {"0", "1"}
+    assert total(m, MM2 + "byte_count", topic=target_topic) > 0
+    assert total(m, MM2 + "record_rate", topic=target_topic) > 0
+    for stat in ("", "_min", "_max", "_avg"):
+        assert total(m, MM2 + "replication_latency_ms" + stat, topic=target_topic) >= 0
+    # Connect's sink-task series and the mirror's own.
+    assert total(m, "kafka_connect_sink_task_metrics_sink_record_send_total", connector=name) == load.committed
+    assert total(m, "kafka_connect_sink_task_metrics_sink_record_read_total", connector=name) >= load.committed
+    assert total(m, "kafka_connect_sink_task_metrics_partition_count", connector=name) == 2
+    assert total(m, "mirror_sink_transactions_total", connector=name, outcome="committed") >= 1
+    assert total(m, "mirror_sink_transaction_duration_seconds_count", connector=name) >= 1
+    assert total(m, "mirror_sink_rebalances_total", connector=name) >= 1
+    assert total(m, "mirror_sink_raw_batches_total", connector=name, outcome="forwarded") >= 1
+    assert total(m, "mirror_sink_memory_budget_bytes", connector=name, kind="limit") == 64 * 1024 * 1024
+
+    # Paused, the lag shows what waits; resumed, it falls back to 0.
+    assert client.put(f"/connectors/{name}/pause").status_code == 202
+    time.sleep(2)
+    produce(source.bootstrap_servers, topic, [Rec(b"k", b"late-%d" % i, partition=i % 2) for i in range(100)])
+    wait_until(lambda: lag_is(100), 30, "the lag at 100", interval=1)
+    assert client.put(f"/connectors/{name}/resume").status_code == 202
+    wait_until(lambda: lag_is(0), 60, "the lag back at 0", interval=1)
+
+
+def test_run_serves_metrics_on_its_own_port(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    name, topic = unique("runmetrics"), unique("runmetrics")
+    create_topic(source.bootstrap_servers, topic, 1)
+    produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i) for i in range(120)])
+    port = free_port()
+    config = mirror_config(name, source, target, topic, **{"mirror.mode": "record", "metrics.aggregate": "topic"})
+    proc = MirrorProcess(config, "w1", tmp_path, "--metrics-port", str(port)).start()
+    try:
+        target_topic = f"source.{topic}"
+        wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, f"connect-{name}"), 60, "mirror")
+        url = f"http://127.0.0.1:{port}/metrics"
+
+        def counted() -> bool:
+            m = scrape(url)
+            return total(m, MM2 + "record_count", topic=target_topic, partition="all") == 120
+
+        wait_until(counted, 30, "record_count per topic", interval=1)
+        assert "process_cpu_seconds_total" in scrape(url)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
