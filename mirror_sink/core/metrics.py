@@ -69,6 +69,11 @@ replication_lag_records = Gauge(
     "Source last stable offset minus the shadow group's offset: offsets not yet mirrored.",
     ("connector", *MM2_LABELS),
 )
+replication_lag_seconds = Gauge(
+    "mirror_sink_replication_lag_seconds",
+    "Age of the oldest source record not yet mirrored (0 when caught up): now minus its timestamp.",
+    ("connector", *MM2_LABELS),
+)
 checkpoint_round_seconds = Histogram(
     "mirror_sink_checkpoint_round_seconds",
     "One checkpoint round: reading the syncs and groups, writing the checkpoints.",

@@ -1,15 +1,18 @@
 """Replication lag per partition, watched from outside the tasks: the source's last stable offset
-minus the shadow group's offset, every few seconds, for ``mirror_sink_replication_lag_records``.
+minus the shadow group's offset (``mirror_sink_replication_lag_records``) and the age of the first
+record not yet mirrored (``mirror_sink_replication_lag_seconds``), every few seconds.
 
 Outside the tasks on purpose: a stuck or failed task stops reporting, and that is exactly when the
 lag matters. Two batched requests per round: ListOffsets (read_committed) on the source for every
 mirrored partition, OffsetFetch of the shadow group on the target (the last committed offsets,
-without waiting for a transaction still open on them).
+without waiting for a transaction still open on them); for the lagging partitions only, one small
+read_committed fetch at the shadow offset gives the first unmirrored record's timestamp.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
@@ -20,10 +23,12 @@ from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core import clients
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.logs import context_logger
-from mirror_sink.core.metrics import replication_lag_records
+from mirror_sink.core.metrics import replication_lag_records, replication_lag_seconds
 
 _INTERVAL_S = 5.0
 _TIMEOUT_S = 10.0
+#: Lagging partitions whose first unmirrored record is read per round (the oldest lag wins the alert anyway).
+_AGE_PROBES = 200
 
 
 class LagMonitor:
@@ -42,6 +47,18 @@ class LagMonitor:
                 "group.id": config.shadow_group_id,  # reads its offsets; never joins
                 "isolation.level": "read_uncommitted",  # no require_stable: never waits on an open transaction
                 "enable.auto.commit": False,
+            }
+        )
+        self._probe = Consumer(
+            {
+                **config.source_consumer(),
+                "logger": LIBRDKAFKA_LOG,
+                "client.id": f"{config.name}-lag-probe",
+                "group.id": f"{config.name}-lag-probe",  # never joined, never committed
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "max.partition.fetch.bytes": 1,  # one batch per partition is enough (KIP-74)
+                "fetch.wait.max.ms": 10,
             }
         )
         self._stop = threading.Event()
@@ -67,8 +84,10 @@ class LagMonitor:
                 self._stop.wait(_INTERVAL_S)
         finally:
             self._shadow.close()
+            self._probe.close()
             for labels in self._published:  # a stopped or deleted connector's series go away
                 replication_lag_records.remove(*labels)
+                replication_lag_seconds.remove(*labels)
 
     def measure(self) -> dict[tuple[str, int], int]:
         """One round: lag per (target topic, partition), published as gauges and returned."""
@@ -92,6 +111,7 @@ class LagMonitor:
         committed = self._shadow.committed([TopicPartition(t, p) for _, t, p in pairs], timeout=_TIMEOUT_S)
         shadow = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.error is None}
         lag = {}
+        behind: dict[tuple[str, int], tuple[str, int]] = {}  # source partition -> (target topic, shadow offset)
         for source_topic, target_topic, p in pairs:
             end = ends.get((source_topic, p))
             if end is None:
@@ -100,20 +120,45 @@ class LagMonitor:
             # No offset yet: everything from the source's start is still to mirror (an upper bound
             # when offset.fallback=latest would skip it; the first commit corrects it).
             lag[(target_topic, p)] = max(0, end - max(done, 0))
+            if lag[(target_topic, p)]:
+                behind[(source_topic, p)] = (target_topic, max(done, 0))
+        ages = self._ages(behind)
         per_topic = cfg.metrics_aggregate == "topic"
-        values: dict[tuple[str, ...], int] = {}
+        records: dict[tuple[str, ...], int] = {}
+        seconds: dict[tuple[str, ...], float] = {}
         for (topic, p), n in lag.items():
-            labels: tuple[str, ...] = (
-                cfg.name,
-                cfg.source_alias,
-                cfg.target_alias,
-                topic,
-                "all" if per_topic else str(p),
-            )
-            values[labels] = values.get(labels, 0) + n
-        for labels, n in values.items():
+            part = "all" if per_topic else str(p)
+            labels: tuple[str, ...] = (cfg.name, cfg.source_alias, cfg.target_alias, topic, part)
+            records[labels] = records.get(labels, 0) + n
+            seconds[labels] = max(seconds.get(labels, 0.0), ages.get((topic, p), 0.0))
+        for labels, n in records.items():
             replication_lag_records.labels(*labels).set(n)
-        for gone in self._published - set(values):
+            replication_lag_seconds.labels(*labels).set(seconds[labels])
+        for gone in self._published - set(records):
             replication_lag_records.remove(*gone)
-        self._published = set(values)
+            replication_lag_seconds.remove(*gone)
+        self._published = set(records)
         return lag
+
+    def _ages(self, behind: dict[tuple[str, int], tuple[str, int]]) -> dict[tuple[str, int], float]:
+        """Seconds since the first unmirrored record of each lagging partition was written (its timestamp)."""
+        if not behind:
+            return {}
+        probes = sorted(behind.items())[:_AGE_PROBES]
+        self._probe.assign([TopicPartition(t, p, offset) for (t, p), (_, offset) in probes])
+        wanted = {tp for tp, _ in probes}
+        ages: dict[tuple[str, int], float] = {}
+        now_ms = time.time() * 1000
+        deadline = time.monotonic() + 2.0
+        try:
+            while wanted and time.monotonic() < deadline:
+                for msg in self._probe.consume(len(wanted), 0.2):
+                    key = (msg.topic() or "", msg.partition() or 0)
+                    if msg.error() is not None or key not in wanted:
+                        continue
+                    wanted.discard(key)
+                    _, ts = msg.timestamp()
+                    ages[(behind[key][0], key[1])] = max(0.0, (now_ms - ts) / 1000) if ts > 0 else 0.0
+        finally:
+            self._probe.unassign()
+        return ages

@@ -96,8 +96,13 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     time.sleep(2)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"late-%d" % i, partition=i % 2) for i in range(100)])
     wait_until(lambda: lag_is(100), 30, "the lag at 100", interval=1)
+    time.sleep(1)
+    waited = scrape(url)["mirror_sink_replication_lag_seconds"]
+    assert all(v > 0 for lab, v in waited if lab["topic"] == target_topic), waited  # the first late record's age
     assert client.put(f"/connectors/{name}/resume").status_code == 202
     wait_until(lambda: lag_is(0), 60, "the lag back at 0", interval=1)
+    caught_up = scrape(url)["mirror_sink_replication_lag_seconds"]
+    assert [v for lab, v in caught_up if lab["topic"] == target_topic] == [0.0, 0.0]
 
 
 def test_run_serves_metrics_on_its_own_port(
