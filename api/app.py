@@ -99,9 +99,16 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         """Prometheus text format: MirrorMaker 2's and Connect's series and the mirror's own."""
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/health", response_model=HealthResponse)
-    def health() -> HealthResponse:
-        return HealthResponse(status="healthy", message="Worker has completed startup and is ready to handle requests.")
+    @app.get(
+        "/health",
+        response_model=HealthResponse,
+        responses={500: {"model": HealthResponse}, 503: {"model": HealthResponse}},
+    )
+    def health() -> JSONResponse:
+        """KIP-1017: 200 healthy, 503 starting, 500 unhealthy (the worker's loop stuck over 10 s)."""
+        status, message = herder.health()
+        code = {"healthy": 200, "starting": 503}.get(status, 500)
+        return JSONResponse(HealthResponse(status=status, message=message).model_dump(), status_code=code)
 
     # -- connectors -----------------------------------------------------------------------------
     @app.get("/connectors", response_model=list[str] | dict[str, dict[str, Any]])

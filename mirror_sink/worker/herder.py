@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,12 +40,15 @@ class Herder:
         self.offsets = ConnectorOffsetsAdmin(self.worker)
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick_loop, name="herder", daemon=True)
+        #: When the herder's loop last completed a round (None: not started yet), for /health.
+        self.last_tick: float | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """Load the stored connectors, start each in its target state, begin periodic work."""
         for name, stored in self.store.load().items():
             self.worker.apply(name, stored)
+        self.last_tick = time.monotonic()
         self._ticker.start()
         log.info("worker %s started with %d connectors", self.worker.worker_id, len(self.worker.stored))
 
@@ -64,6 +68,16 @@ class Herder:
                 log.warning("reading config store changes failed (will retry): %s", exc)
             for runtime in self.worker.all_runtimes():
                 runtime.tick()
+            self.last_tick = time.monotonic()
+
+    def health(self, stuck_after_s: float = 10.0) -> tuple[str, str]:
+        """KIP-1017: ("healthy" | "starting" | "unhealthy", a message)."""
+        if self.last_tick is None:
+            return "starting", "Worker is still starting up."
+        idle = time.monotonic() - self.last_tick
+        if idle > stuck_after_s:
+            return "unhealthy", f"Worker's herder loop has not completed a round for {idle:.0f} s."
+        return "healthy", "Worker has completed startup and is ready to handle requests."
 
     def _apply_remote(self, name: str, stored: StoredConnector | None) -> None:
         """Apply another worker's change to the shared store (None: the connector was deleted)."""
