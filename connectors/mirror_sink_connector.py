@@ -23,7 +23,7 @@ class MirrorSinkConnector:
 
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.config = MirrorSinkConfig.parse(props)
-        self.log = context_logger(__name__, self.config.name)
+        self.log = context_logger(__name__, self.config.name, connector=self.config.name)
         self.mappings: dict[str, TopicMapping] = {}
         self._provisioner: TopicProvisioner | None = None
 

@@ -61,7 +61,7 @@ class MirrorSinkTask:
         self.task_id = task_id
         self.worker_id = worker_id
         self.slot = task_slot(config.name, worker_id, task_id)
-        self.log = context_logger(__name__, f"{config.name} task {task_id}")
+        self.log = context_logger(__name__, f"{config.name} task {task_id}", connector=config.name, task=task_id)
         self.state = TaskState.UNASSIGNED
         self.trace: str | None = None
         self.counters = TaskCounters()

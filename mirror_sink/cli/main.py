@@ -21,13 +21,19 @@ def verb_parser(prog: str, description: str | None) -> tuple[argparse.ArgumentPa
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     parser.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    parser.add_argument(
+        "--log-format",
+        default=None,
+        choices=("text", "json"),
+        help="text (default) or json lines (connector, task fields)",
+    )
     return parser, parser.add_subparsers(dest="verb", required=True)
 
 
 def run_verb(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse ``argv``, set up logging and run the chosen verb; its exit code."""
     args = parser.parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format)
     return int(args.func(args))
 
 

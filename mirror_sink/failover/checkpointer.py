@@ -35,7 +35,7 @@ class CheckpointEmitter:
         if syncs is None:
             raise ValueError("checkpoints need offset syncs (emit.offset-syncs.enabled and transaction.producer)")
         self.config = config
-        self.log = context_logger(__name__, f"{config.name} checkpoints")
+        self.log = context_logger(__name__, f"{config.name} checkpoints", connector=config.name)
         self.topic = checkpoints_topic(config.source_alias)
         self._client_id = f"{config.name}-checkpoints"
         self._syncs_topic = syncs.topic

@@ -56,7 +56,7 @@ class ConnectorRuntime:
         self.name = name
         self.worker_id = worker_id
         self.connector = MirrorSinkConnector(props)  # validates: ConfigError on bad config
-        self.log = context_logger(__name__, name)
+        self.log = context_logger(__name__, name, connector=name)
         self.tasks: list[MirrorSinkTask] = []
         self.state = StateInfo(ConnectorState.UNASSIGNED)
         self.target = TargetState.STOPPED

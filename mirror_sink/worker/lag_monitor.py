@@ -37,7 +37,7 @@ class LagMonitor:
     def __init__(self, config: MirrorSinkConfig, mappings: Callable[[], Mapping[str, TopicMapping]]) -> None:
         self.config = config
         self._mappings = mappings
-        self.log = context_logger(__name__, f"{config.name} lag")
+        self.log = context_logger(__name__, f"{config.name} lag", connector=config.name)
         self._source_admin = clients.admin(config.source_admin(), f"{config.name}-lag")
         self._shadow = Consumer(
             {
