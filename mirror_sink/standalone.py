@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
+from mirror_sink.worker.worker_metrics import WORKER_METRICS
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,11 @@ class StandaloneRunner:
     def run(self) -> int:
         """Mirror until ``request_stop`` (0) or until the connector or a task fails (1)."""
         runtime = self.runtime
+
+        def reported() -> list[ConnectorRuntime]:
+            return [runtime]
+
+        WORKER_METRICS.add(reported)
         runtime.apply(TargetState.RUNNING)
         failed = False
         while True:
@@ -41,6 +47,7 @@ class StandaloneRunner:
                 break
             runtime.tick()
         runtime.shutdown()
+        WORKER_METRICS.remove(reported)
         for i, info in enumerate(runtime.task_states()):
             if info.state is ConnectorState.FAILED:
                 log.error("connector %s task %d FAILED:\n%s", runtime.name, i, info.trace)

@@ -24,6 +24,7 @@ from mirror_sink.worker.connector_validation import checked_config
 from mirror_sink.worker.herder_queries import HerderQueries
 from mirror_sink.worker.herder_types import Conflict, HerderError, TaskNotFound
 from mirror_sink.worker.worker import Worker
+from mirror_sink.worker.worker_metrics import WORKER_METRICS
 
 __all__ = ["Herder", "HerderError"]
 
@@ -49,12 +50,14 @@ class Herder:
         for name, stored in self.store.load().items():
             self.worker.apply(name, stored)
         self.last_tick = time.monotonic()
+        WORKER_METRICS.add(self.worker.all_runtimes)
         self._ticker.start()
         log.info("worker %s started with %d connectors", self.worker.worker_id, len(self.worker.stored))
 
     def stop(self) -> None:
         """Stop every connector gracefully."""
         self._stop.set()
+        WORKER_METRICS.remove(self.worker.all_runtimes)
         for runtime in self.worker.all_runtimes():
             runtime.shutdown()
         self.store.close()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import yaml
+from confluent_kafka import Consumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from devkafka.backends import KafkaEndpoint
@@ -24,6 +28,20 @@ from tests.integration.harness import (
 )
 
 MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def used_series() -> set[str]:
+    """Every series the Grafana dashboard and the alert rules query."""
+    dashboard = json.loads((DEPLOY / "grafana" / "mirror-sink-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    exprs += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "mirror-sink-alerts.yml").read_text())
+    exprs += [r["expr"] for g in rules["groups"] for r in g["rules"]]
+    names = set()
+    for expr in exprs:
+        names |= set(re.findall(r"\b((?:kafka_connect|mirror_sink)_[a-z0-9_]+)", expr))
+    return names
 
 
 def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -58,8 +76,12 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     create_topic(source.bootstrap_servers, topic, 2)
     load = TransactionalLoad(source.bootstrap_servers, topic, 2, 600, per_txn=50, abort_every=4, txn_id=f"{name}-l")
     load.start().join(120)
+    app = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": f"{name}-app"})
+    app.commit(offsets=[TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 5)], asynchronous=False)
+    app.close()  # a source group for the checkpoint series
     client = httpx.Client(base_url=worker.url, timeout=60)
-    config = {k: v for k, v in mirror_config(name, source, target, topic).items() if k != "name"}
+    checkpoints = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}
+    config = {k: v for k, v in mirror_config(name, source, target, topic, **checkpoints).items() if k != "name"}
     assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201
     group = f"connect-{name}"
     wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the mirror")
@@ -73,7 +95,15 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
         return len(lag) == 2 and sum(lag) == expected
 
     wait_until(lambda: lag_is(0), 30, "the lag gauges at 0", interval=1)
+    wait_until(
+        lambda: total(scrape(url), "mirror_sink_checkpoints_written_total", connector=name) > 0, 30, "a checkpoint"
+    )
     m = scrape(url)
+    # Every series the dashboard and the alert rules use exists on a live worker.
+    missing = used_series() - set(m)
+    assert not missing, f"the dashboard or alert rules use series the worker does not export: {sorted(missing)}"
+    assert total(m, "kafka_connect_worker_connector_running_task_count", connector=name) == 1
+    assert total(m, "kafka_connect_connector_status", connector=name, status="running") == 1
     # MirrorMaker 2's series, per target partition, with its labels: the committed records exactly.
     assert total(m, MM2 + "record_count", source="source", target="target", topic=target_topic) == load.committed
     assert {lab["partition"] for lab, _ in m[MM2 + "record_count"] if lab["topic"] == target_topic} == {"0", "1"}
