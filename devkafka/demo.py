@@ -13,6 +13,7 @@ import json
 import threading
 import time
 
+import prometheus_client
 from confluent_kafka import KafkaException
 
 from devkafka.data import (
@@ -37,6 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser("demo", help="start the local clusters and mirror a batch of orders exactly once")
     p.add_argument("--records", type=int, default=20_000, help="committed records to add this run")
     p.add_argument("--keep-running", action="store_true", help="keep mirroring after the check (Ctrl-C stops)")
+    p.add_argument("--metrics-port", type=int, default=9404, help="Prometheus metrics port (0: any free port)")
     p.set_defaults(func=run)
 
 
@@ -92,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     config_path = clusters.home / f"{CONNECTOR}.json"
     config_path.write_text(json.dumps({"name": CONNECTOR, "config": config}, indent=2))
     print(f"mirroring with connector config {config_path}")
+    print(f"metrics (Prometheus): http://127.0.0.1:{_serve_metrics(args.metrics_port)}/metrics")
     runner = StandaloneRunner(config, worker_id="demo")
     thread = threading.Thread(target=runner.run, name="demo-runner", daemon=True)
     started = time.monotonic()
@@ -129,6 +132,17 @@ def run(args: argparse.Namespace) -> int:
         runner.request_stop()
         thread.join(60)
         print("stopped. Run again to add more orders, or stop the clusters: mirror-sink-dev kafka down")
+
+
+def _serve_metrics(port: int) -> int:
+    """Serve /metrics on ``port``, or on a free port when it is taken (or 0); the port used."""
+    for candidate in (port, 0) if port else (0,):
+        try:
+            server, _ = prometheus_client.start_http_server(candidate, addr="127.0.0.1")
+            return int(server.server_port)
+        except OSError:
+            continue
+    raise OSError("no port for the metrics server")
 
 
 def _topics(bootstrap: str) -> set[str]:
