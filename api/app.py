@@ -39,6 +39,7 @@ from api.models import (
     TaskInfo,
 )
 from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
+from api.status_page import add_status_page
 from mirror_sink import __version__
 from mirror_sink.worker import connector_validation
 from mirror_sink.worker.config_store import TargetState
@@ -269,4 +270,5 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         target.setLevel(level)
         return [logger]
 
+    add_status_page(app, herder)
     return app

@@ -37,7 +37,7 @@ class TaskMetrics:
     def committed(self, path: DataPath) -> None:
         """The open cycle committed: its records per target partition, its duration, the path's counters."""
         stats = path.take_stats()
-        m.MIRROR.committed(*self._aliases, stats)
+        m.MIRROR.committed(self._labels[0], *self._aliases, stats)
         self._sent.inc(sum(s.records for s in stats.values()))
         self._completed.inc()
         self._committed.inc()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mirror-sink's developer entry point. From a fresh clone:
 #   bash deploy/dev.sh run    start the local source and target clusters and run the demo mirror job
-#   bash deploy/dev.sh test   install everything, then lint, type-check, check the layers and run every test
+#   bash deploy/dev.sh test   install everything (Chromium too, for the browser test), then lint, type-check,
+#                             check the layers and run every test
 # Both install what they need first: a virtualenv in .venv with the project and its dev extras
 # (re-installed when pyproject.toml changes) and the Kafka jars from Maven Central (cached once).
 set -euo pipefail
@@ -40,6 +41,22 @@ ensure_venv() {
   .venv/bin/python -c 'from mirror_sink.core.logs import configure_logging; configure_logging(); from devkafka import KafkaJars; KafkaJars.ensure()'
 }
 
+ensure_browser() {
+  # The status page's browser test drives Debian's headless Chromium with Selenium.
+  if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+    return
+  fi
+  command -v apt-get >/dev/null || die "the browser test needs Chromium and ChromeDriver (apt-get not found to install them)"
+  echo "dev.sh: installing Chromium and ChromeDriver (Debian packages chromium, chromium-driver)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver; } \
+      > .venv/apt.log 2>&1; then
+    tail -n 30 .venv/apt.log >&2
+    die "installing Chromium failed (full log: .venv/apt.log)"
+  fi
+}
+
 case "${1:-}" in
   run)
     shift
@@ -49,6 +66,7 @@ case "${1:-}" in
   test)
     shift
     ensure_venv
+    ensure_browser
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy

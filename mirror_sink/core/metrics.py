@@ -118,15 +118,19 @@ class MirrorMetrics(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, str, str, int], _Partition] = {}
+        self._by_connector: dict[str, int] = {}
         #: Source aliases whose connector has ``metrics.aggregate=topic``: one series per topic
         #: (partition="all"), for very many partitions.
         self.topic_level: set[str] = set()
 
-    def committed(self, source: str, target: str, stats: dict[TargetPartition, CycleStats]) -> None:
+    def committed(self, connector: str, source: str, target: str, stats: dict[TargetPartition, CycleStats]) -> None:
         """A cycle's commit: count it and its replication latency (commit time minus record time)."""
         now = time.time()
         now_ms = now * 1000
         with self._lock:
+            self._by_connector[connector] = self._by_connector.get(connector, 0) + sum(
+                s.records for s in stats.values()
+            )
             for tp, s in stats.items():
                 if not s.records:
                     continue
@@ -138,6 +142,11 @@ class MirrorMetrics(Collector):
                 part.bytes += s.bytes
                 lat_sum = s.records * now_ms - s.ts_sum
                 part.window.append((now, s.records, s.bytes, now_ms - s.max_ts, now_ms - s.min_ts, lat_sum))
+
+    def records(self, connector: str) -> int:
+        """Records the connector has committed in this process."""
+        with self._lock:
+            return self._by_connector.get(connector, 0)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """The MM2 series (Prometheus calls this on every scrape)."""

@@ -6,6 +6,7 @@ Answers only read the Worker's table; configs always leave masked.
 from __future__ import annotations
 
 from mirror_sink.core.config_providers import has_references
+from mirror_sink.core.metrics import MIRROR
 from mirror_sink.worker.connector_runtime import ConnectorState, StateInfo
 from mirror_sink.worker.connector_validation import masked
 from mirror_sink.worker.herder_types import (
@@ -13,6 +14,7 @@ from mirror_sink.worker.herder_types import (
     ConnectorInfo,
     ConnectorStatus,
     ConnectorTaskId,
+    PartitionLag,
     TaskConfig,
     TaskNotFound,
     TaskStatus,
@@ -87,6 +89,17 @@ class HerderQueries:
         """Source topics the connector mirrors (Connect's active topics, KIP-558)."""
         runtime = self.worker.running(name)
         return sorted(m.source_topic for m in runtime.connector.mappings.values())
+
+    def lag(self, name: str) -> list[PartitionLag]:
+        """The connector's last measured lag per target partition (empty before the first round)."""
+        monitor = self.worker.running(name).lag
+        last = dict(monitor.last) if monitor is not None else {}
+        return [PartitionLag(t, p, n, s) for (t, p), (n, s) in sorted(last.items())]
+
+    def mirrored_records(self, name: str) -> int:
+        """Records the connector has committed to the target in this process."""
+        self.worker.running(name)  # NotFound for an unknown connector
+        return MIRROR.records(name)
 
     def _assigned(self, info: StateInfo) -> AssignedState:
         # Every connector runs on this worker: there is no other to assign it to.

@@ -130,3 +130,13 @@ class CheckpointState:
     upstream_offset: int
     downstream_offset: int
     timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """How far one target partition is behind its source partition."""
+
+    topic: str  # the target topic
+    partition: int
+    records: int
+    seconds: float

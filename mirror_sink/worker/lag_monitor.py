@@ -64,6 +64,8 @@ class LagMonitor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lag-{config.name}", daemon=True)
         self._published: set[tuple[str, ...]] = set()
+        #: The last round's lag per target (topic, partition): (records, seconds), for the status page.
+        self.last: dict[tuple[str, int], tuple[int, float]] = {}
 
     def start(self) -> None:
         """Measure every few seconds until ``stop``."""
@@ -123,6 +125,7 @@ class LagMonitor:
             if lag[(target_topic, p)]:
                 behind[(source_topic, p)] = (target_topic, max(done, 0))
         ages = self._ages(behind)
+        self.last = {tp: (n, ages.get(tp, 0.0)) for tp, n in lag.items()}
         per_topic = cfg.metrics_aggregate == "topic"
         records: dict[tuple[str, ...], int] = {}
         seconds: dict[tuple[str, ...], float] = {}

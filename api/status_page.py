@@ -1,0 +1,141 @@
+"""The worker's live status page (``/ui``): connectors, tasks and traces, lag per partition, throughput.
+
+One HTML page with its script inline, no front-end build step. It polls ``/ui/state`` every two
+seconds; the throughput chart is the difference of successive record counts, drawn as SVG.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+
+from mirror_sink.worker.herder import Herder
+from mirror_sink.worker.herder_types import HerderError
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>mirror-sink worker</title>
+<style>
+  body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }
+  h1 { font-size: 1.3em; margin: 0 0 .2em; }
+  h2 { font-size: 1.1em; margin: 1.4em 0 .4em; }
+  table { border-collapse: collapse; margin: .3em 0; }
+  td, th { border-bottom: 1px solid #ddd; padding: .25em .8em .25em 0; text-align: left; }
+  .RUNNING { color: #17803d; font-weight: 600; } .FAILED { color: #c0262d; font-weight: 600; }
+  .PAUSED, .STOPPED, .UNASSIGNED, .RESTARTING { color: #9a6700; font-weight: 600; }
+  pre.trace { background: #fff4f4; border-left: 3px solid #c0262d; padding: .5em; max-height: 14em; overflow: auto;
+              white-space: pre-wrap; max-width: 70em; }
+  .muted { color: #777; }
+  svg { background: #fafafa; border: 1px solid #eee; }
+</style>
+</head>
+<body>
+<h1>mirror-sink worker <span id="worker"></span></h1>
+<div class="muted">refreshed every 2 s &middot; <span id="updated">loading...</span></div>
+<div id="connectors"></div>
+<script>
+const history = {};  // connector -> [[seconds, records]]
+const ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"};
+function esc(s) { return String(s).replace(/[&<>"]/g, c => ENTITIES[c]); }
+function chart(points) {
+  if (points.length < 2) return '<div class="muted">throughput: waiting for data</div>';
+  const rates = [];
+  for (let i = 1; i < points.length; i++) {
+    const dt = points[i][0] - points[i - 1][0];
+    rates.push([points[i][0], dt > 0 ? Math.max(0, points[i][1] - points[i - 1][1]) / dt : 0]);
+  }
+  const w = 360, h = 80, t0 = rates[0][0], t1 = rates[rates.length - 1][0] || t0 + 1;
+  const top = Math.max(1, ...rates.map(r => r[1]));
+  const xy = rates.map(r => [((r[0] - t0) / Math.max(1, t1 - t0)) * w, h - (r[1] / top) * (h - 4)]);
+  const last = rates[rates.length - 1][1];
+  return '<div>throughput: <b class="rate">' + last.toFixed(0) + '</b> records/s (peak ' + top.toFixed(0) + ')</div>' +
+    '<svg width="' + w + '" height="' + h + '"><polyline fill="none" stroke="#2f6fbf" stroke-width="2" points="' +
+    xy.map(p => p[0].toFixed(1) + ',' + p[1].toFixed(1)).join(' ') + '"/></svg>';
+}
+function render(state) {
+  document.getElementById("worker").textContent = state.worker;
+  document.getElementById("updated").textContent = new Date().toLocaleTimeString();
+  let html = "";
+  if (!state.connectors.length) html = '<p class="muted">no connectors</p>';
+  for (const c of state.connectors) {
+    const pts = history[c.name] = (history[c.name] || []).concat([[state.time, c.records]]).slice(-150);
+    html += '<section class="connector" data-name="' + esc(c.name) + '">';
+    html += '<h2>' + esc(c.name) + ' <span class="state ' + esc(c.state) + '">' + esc(c.state) + '</span></h2>';
+    if (c.trace) html += '<pre class="trace">' + esc(c.trace) + '</pre>';
+    html += '<table><tr><th>task</th><th>state</th><th>worker</th></tr>';
+    for (const t of c.tasks) {
+      html += '<tr class="task"><td>' + t.id + '</td><td class="state ' + esc(t.state) + '">' + esc(t.state) +
+        '</td><td>' + esc(t.worker_id) + '</td></tr>';
+      if (t.trace) html += '<tr><td colspan="3"><pre class="trace task-trace">' + esc(t.trace) + '</pre></td></tr>';
+    }
+    html += '</table>' + chart(pts);
+    html += '<table class="lag"><tr><th>target partition</th><th>lag (records)</th><th>lag (seconds)</th></tr>';
+    for (const l of c.lag) {
+      html += '<tr><td>' + esc(l.topic) + '-' + l.partition + '</td><td class="lag-records">' + l.records +
+        '</td><td>' + l.seconds.toFixed(1) + '</td></tr>';
+    }
+    if (!c.lag.length) html += '<tr><td colspan="3" class="muted">not measured yet</td></tr>';
+    html += '</table></section>';
+  }
+  document.getElementById("connectors").innerHTML = html;
+}
+async function refresh() {
+  try {
+    const response = await fetch("ui/state");
+    render(await response.json());
+  } catch (e) {
+    document.getElementById("updated").textContent = "worker unreachable: " + e;
+  }
+}
+refresh();
+setInterval(refresh, 2000);
+</script>
+</body>
+</html>
+"""
+
+
+def add_status_page(app: FastAPI, herder: Herder) -> None:
+    """Serve the page at ``/ui`` and its data at ``/ui/state`` (neither is part of Connect's API)."""
+
+    @app.get("/ui", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(_PAGE)
+
+    @app.get("/ui/state", include_in_schema=False)
+    def state() -> dict[str, Any]:
+        connectors = []
+        for name in herder.queries.names():
+            try:
+                status = herder.queries.status(name)
+                lag = herder.queries.lag(name)
+                records = herder.queries.mirrored_records(name)
+            except HerderError:
+                continue  # deleted meanwhile
+            connectors.append(
+                {
+                    "name": name,
+                    "state": status.connector.state.value,
+                    "trace": status.connector.trace,
+                    "tasks": [
+                        {
+                            "id": t.id,
+                            "state": t.status.state.value,
+                            "worker_id": t.status.worker_id,
+                            "trace": t.status.trace,
+                        }
+                        for t in status.tasks
+                    ],
+                    "lag": [
+                        {"topic": x.topic, "partition": x.partition, "records": x.records, "seconds": x.seconds}
+                        for x in lag
+                    ],
+                    "records": records,
+                }
+            )
+        return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}

@@ -1,0 +1,89 @@
+"""The worker's status page in a real browser: Debian's headless Chromium driven by Selenium."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import Rec, create_topic, produce
+from tests.integration.harness import TransactionalLoad, Unique, WorkerProcess, mirror_config
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A running REST worker; stopped at teardown."""
+    process = WorkerProcess(tmp_path).start()
+    yield process
+    if process.alive():
+        process.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    """Headless Chromium (installed by deploy/dev.sh from Debian's packages)."""
+    options = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1100,1400"):
+        options.add_argument(arg)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    yield driver
+    driver.quit()
+
+
+def _section(driver: WebDriver, name: str) -> str:
+    sections = driver.find_elements(By.CSS_SELECTOR, f'section.connector[data-name="{name}"]')
+    return sections[0].text if sections else ""
+
+
+def test_status_page_shows_running_lag_and_a_failed_trace(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess, browser: WebDriver
+) -> None:
+    good, topic = unique("page"), unique("page")
+    create_topic(source.bootstrap_servers, topic, 2)
+    TransactionalLoad(source.bootstrap_servers, topic, 2, 3000, per_txn=100, txn_id=f"{good}-l").start().join(120)
+    client = httpx.Client(base_url=worker.url, timeout=60)
+    config = {k: v for k, v in mirror_config(good, source, target, topic).items() if k != "name"}
+    assert client.post("/connectors", json={"name": good, "config": config}).status_code == 201
+
+    # A connector whose task must fail: a record larger than its target topic accepts.
+    bad, big = unique("pagebad"), unique("pagebig")
+    create_topic(source.bootstrap_servers, big, 1)
+    produce(source.bootstrap_servers, big, [Rec(b"k", b"x" * 50_000)])
+    admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+    small = NewTopic(f"source.{big}", 1, -1, config={"max.message.bytes": "2000"})
+    admin.create_topics([small])[f"source.{big}"].result(30)
+    bad_config = {
+        k: v for k, v in mirror_config(bad, source, target, big, **{"mirror.mode": "raw"}).items() if k != "name"
+    }
+    assert client.post("/connectors", json={"name": bad, "config": bad_config}).status_code == 201
+
+    browser.get(f"{worker.url}/ui")
+    wait = WebDriverWait(browser, 90, poll_frequency=1)
+    wait.until(lambda d: "RUNNING" in _section(d, good))
+    # Lag rows for both partitions, falling to 0 once the mirror has caught up.
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, f'section[data-name="{good}"] td.lag-records')) == 2)
+    wait.until(
+        lambda d: all(
+            e.text == "0" for e in d.find_elements(By.CSS_SELECTOR, f'section[data-name="{good}"] td.lag-records')
+        )
+    )
+    assert "records/s" in _section(browser, good)
+    # The failed task: its state and its trace, naming the cause.
+    wait.until(lambda d: "FAILED" in _section(d, bad))
+    traces = browser.find_elements(By.CSS_SELECTOR, f'section[data-name="{bad}"] pre.task-trace')
+    assert traces and "record too large for the target" in traces[0].text, _section(browser, bad)
+    shots = os.environ.get("MIRROR_SINK_SCREENSHOT_DIR")
+    if shots:  # docs/status-page.png is made this way
+        browser.save_screenshot(str(Path(shots) / "status-page.png"))
