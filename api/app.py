@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import Body, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -35,8 +37,8 @@ from api.models import (
     Message,
     PluginInfo,
     ServerInfo,
-    StateBody,
     TaskInfo,
+    TaskState,
 )
 from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
 from api.status_page import add_status_page
@@ -55,6 +57,32 @@ STATUS_OF: tuple[tuple[type[HerderError], int], ...] = ((InvalidRequest, 400), (
 def status_of(exc: HerderError) -> int:
     """The HTTP status the REST API answers ``exc`` with."""
     return next((status for kind, status in STATUS_OF if isinstance(exc, kind)), 500)
+
+
+#: log4j level names (what Connect accepts, any case) to Python's.
+_PYTHON_LEVELS = {
+    "OFF": logging.CRITICAL + 10,
+    "FATAL": logging.CRITICAL,
+    "ERROR": logging.ERROR,
+    "WARN": logging.WARNING,
+    "INFO": logging.INFO,
+    "DEBUG": logging.DEBUG,
+    "TRACE": logging.DEBUG - 5,
+    "ALL": logging.NOTSET + 1,
+}
+
+
+def _log4j_level(level: int) -> str:
+    """Python's level as the log4j name Connect shows."""
+    for name, value in sorted(_PYTHON_LEVELS.items(), key=lambda kv: kv[1]):
+        if level <= value:
+            return name
+    return "OFF"
+
+
+def _plugin_name(cls: str) -> str:
+    """Connect's comparison: the simple class name without its Connector suffix."""
+    return cls.rsplit(".", maxsplit=1)[-1].removesuffix("Connector")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -83,7 +111,10 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail))
+        detail = str(exc.detail)
+        if detail == HTTPStatus(exc.status_code).phrase:  # the framework's own: Jersey's wording
+            detail = f"HTTP {exc.status_code} {detail}"
+        return _error(exc.status_code, detail)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -115,12 +146,11 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     @app.get("/connectors", response_model=list[str] | dict[str, dict[str, Any]])
     def list_connectors(expand: Annotated[list[str] | None, Query()] = None) -> Any:
         names = herder.queries.names()
-        wanted = set(expand or [])
-        unknown = wanted - {"status", "info"}
-        if unknown:
-            raise InvalidRequest(f"unknown expand value(s) {sorted(unknown)}; use status and/or info")
-        if not wanted:
+        if expand is None:
             return names
+        wanted = set(expand)  # Connect ignores (and logs) unknown expansion types
+        for unknown in sorted(wanted - {"status", "info"}):
+            logging.getLogger(__name__).info("Ignoring unknown expansion type %s", unknown)
         out: dict[str, dict[str, Any]] = {}
         for name in names:
             entry: dict[str, Any] = {}
@@ -132,9 +162,10 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         return out
 
     @app.post("/connectors", status_code=201, response_model=ConnectorInfo)
-    def create_connector(request: CreateConnectorRequest) -> ConnectorInfo:
+    def create_connector(request: CreateConnectorRequest, response: Response) -> ConnectorInfo:
         state = TargetState(request.initial_state) if request.initial_state else TargetState.RUNNING
         herder.create(request.name, request.config, state)
+        response.headers["Location"] = f"/connectors/{quote(request.name)}"
         return ConnectorInfo.of(herder.queries.info(request.name))
 
     @app.get("/connectors/{name}", response_model=ConnectorInfo)
@@ -149,6 +180,8 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     def put_config(name: str, config: Annotated[ConfigMap, Body()], response: Response) -> ConnectorInfo:
         created = herder.put_config(name, config)
         response.status_code = 201 if created else 200
+        if created:
+            response.headers["Location"] = f"/connectors/{quote(name)}"
         return ConnectorInfo.of(herder.queries.info(name))
 
     @app.patch("/connectors/{name}/config", response_model=ConnectorInfo)
@@ -156,17 +189,18 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         herder.patch_config(name, patch)
         return ConnectorInfo.of(herder.queries.info(name))
 
-    @app.get("/connectors/{name}/status", response_model=ConnectorStatus)
+    @app.get("/connectors/{name}/status", response_model=ConnectorStatus, response_model_exclude_none=True)
     def connector_status(name: str) -> ConnectorStatus:
+        # Connect leaves trace out unless there is one (@JsonInclude(NON_EMPTY)).
         return ConnectorStatus.of(herder.queries.status(name))
 
     @app.get("/connectors/{name}/tasks", response_model=list[TaskInfo])
     def task_configs(name: str) -> list[TaskInfo]:
         return [TaskInfo.of(t) for t in herder.queries.task_configs(name)]
 
-    @app.get("/connectors/{name}/tasks/{task}/status", response_model=StateBody)
-    def task_status(name: str, task: int) -> StateBody:
-        return StateBody.of(herder.queries.task_status(name, task).status)
+    @app.get("/connectors/{name}/tasks/{task}/status", response_model=TaskState, response_model_exclude_none=True)
+    def task_status(name: str, task: int) -> TaskState:
+        return TaskState.of_task(herder.queries.task_status(name, task))
 
     @app.post("/connectors/{name}/restart", response_model=ConnectorStatus | None)
     def restart_connector(
@@ -208,10 +242,10 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     def topics(name: str) -> dict[str, ActiveTopics]:
         return {name: ActiveTopics(topics=herder.queries.topics(name))}
 
-    @app.put("/connectors/{name}/topics/reset", status_code=200)
+    @app.put("/connectors/{name}/topics/reset", status_code=202)
     def reset_topics(name: str) -> Response:
         herder.reset_topics(name)
-        return Response(status_code=200)
+        return Response(status_code=202)
 
     @app.get("/connectors/{name}/offsets", response_model=ConnectorOffsets)
     def get_offsets(name: str) -> ConnectorOffsets:
@@ -224,6 +258,8 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.patch("/connectors/{name}/offsets", response_model=Message)
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:
+        if not body.offsets:
+            raise InvalidRequest("Partitions / offsets need to be provided for an alter offsets request")
         herder.offsets.alter(name, body.to_domain())
         return Message(message="The offsets for this connector have been altered successfully")
 
@@ -238,7 +274,8 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
             raise StarletteHTTPException(404, f"Unknown connector plugin {plugin}; this worker has {PLUGIN_CLASS}")
 
     @app.get("/connector-plugins", response_model=list[PluginInfo], response_model_by_alias=True)
-    def plugins() -> list[PluginInfo]:
+    def plugins(connectors_only: Annotated[bool, Query(alias="connectorsOnly")] = True) -> list[PluginInfo]:
+        # This worker has one plugin and no transformations, predicates or converters to list besides.
         return [PluginInfo.model_validate({"class": PLUGIN_CLASS, "type": "sink", "version": __version__})]
 
     @app.get("/connector-plugins/{plugin}/config", response_model=list[ConfigKeyInfo])
@@ -249,26 +286,48 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     @app.put("/connector-plugins/{plugin}/config/validate", response_model=ConfigInfos)
     def validate_config(plugin: str, config: Annotated[ConfigMap, Body()]) -> ConfigInfos:
         _plugin(plugin)
+        named = str(config.get("connector.class", ""))
+        if named and _plugin_name(named) != _plugin_name(plugin):
+            raise InvalidRequest(f"Included connector type {named} does not match request type {plugin}")
         # Module-qualified: this route's own name (its OpenAPI operationId) is validate_config.
         return validate(plugin, config, connector_validation.validate_config)
 
     # -- loggers --------------------------------------------------------------------------------
     @app.get("/admin/loggers", response_model=dict[str, LoggerLevel])
     def loggers() -> dict[str, LoggerLevel]:
-        out = {"root": LoggerLevel(level=logging.getLevelName(logging.getLogger().level))}
+        out = {"root": LoggerLevel(level=_log4j_level(logging.getLogger().level))}
         for name, logger in sorted(logging.Logger.manager.loggerDict.items()):
             if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET:
-                out[name] = LoggerLevel(level=logging.getLevelName(logger.level))
+                out[name] = LoggerLevel(level=_log4j_level(logger.level))
         return out
 
-    @app.put("/admin/loggers/{logger}", response_model=list[str])
-    def set_level(logger: str, body: LevelRequest) -> list[str]:
-        level = {"TRACE": "DEBUG", "WARN": "WARNING", "FATAL": "CRITICAL", "OFF": "CRITICAL"}.get(
-            body.level, body.level
-        )
+    @app.get("/admin/loggers/{logger}", response_model=LoggerLevel)
+    def get_level(logger: str) -> LoggerLevel:
+        if logger == "root":
+            return LoggerLevel(level=_log4j_level(logging.getLogger().level))
+        found = logging.Logger.manager.loggerDict.get(logger)
+        if not isinstance(found, logging.Logger):
+            raise StarletteHTTPException(404, f"Logger {logger} not found.")
+        return LoggerLevel(level=_log4j_level(found.getEffectiveLevel()))
+
+    @app.put("/admin/loggers/{logger}", response_model=list[str] | None)
+    def set_level(logger: str, body: LevelRequest, scope: Annotated[str, Query()] = "worker") -> Any:
+        if not body.level:
+            raise InvalidRequest("Desired 'level' parameter was not specified in request.")
+        level = _PYTHON_LEVELS.get(body.level.upper())
+        if level is None:
+            raise StarletteHTTPException(404, f"invalid log level '{body.level}'.")
         target = logging.getLogger() if logger == "root" else logging.getLogger(logger)
         target.setLevel(level)
-        return [logger]
+        if scope.lower() == "cluster":  # one worker here; Connect answers 204 for a cluster-wide change
+            return Response(status_code=204)
+        prefix = f"{logger}."
+        descendants = sorted(
+            name
+            for name, other in logging.Logger.manager.loggerDict.items()
+            if isinstance(other, logging.Logger) and (logger == "root" or name.startswith(prefix))
+        )
+        return [logger, *descendants]
 
     add_status_page(app, herder)
     return app

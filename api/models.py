@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mirror_sink.worker import herder_types as domain
 
@@ -43,6 +43,18 @@ class CreateConnectorRequest(BaseModel):
     name: str = Field(min_length=1)
     config: ConfigMap
     initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _trimmed(cls, value: object) -> object:
+        # Connect trims the name (CreateConnectorRequest).
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("initial_state", mode="before")
+    @classmethod
+    def _any_case(cls, value: object) -> object:
+        # Connect's InitialState.forValue upper-cases it.
+        return value.upper() if isinstance(value, str) else value
 
 
 class TaskId(BaseModel):
@@ -254,9 +266,9 @@ class LoggerLevel(BaseModel):
 
 
 class LevelRequest(BaseModel):
-    """PUT /admin/loggers/{logger}."""
+    """PUT /admin/loggers/{logger}: a log4j level name, any case (checked by the route, as Connect does)."""
 
-    level: Literal["TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "OFF"]
+    level: str | None = None
 
 
 class ConnectorCheckpoint(BaseModel):

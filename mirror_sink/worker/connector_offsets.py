@@ -118,7 +118,10 @@ class ConnectorOffsetsAdmin:
     def _require_stopped(self, name: str) -> None:
         # A running task would commit over the change in its next transaction.
         if self.worker.require(name).target_state is not TargetState.STOPPED:
-            raise Conflict(f"Connector {name} must be in the STOPPED state before its offsets can be modified")
+            raise InvalidRequest(  # Connect's BadRequestException, word for word
+                "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for "
+                f"the specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+            )
 
     def _config(self, name: str) -> MirrorSinkConfig:
         """The resolved config of the connector's runtime: it names the shadow group and the policy."""

@@ -106,8 +106,9 @@ def test_connect_rest_api_end_to_end(
     message = error(client.post("/connectors", json={"name": name, "config": {**config, "tasks.max": "x"}}), 400)
     assert "tasks.max" in message
     error(client.post("/connectors", json={"name": name}), 400)
-    created = client.post("/connectors", json={"name": name, "config": config})
-    assert created.status_code == 201, created.text
+    created = client.post("/connectors", json={"name": f" {name} ", "config": config, "initial_state": "running"})
+    assert created.status_code == 201, created.text  # name trimmed, initial_state in any case, as Connect
+    assert created.headers["location"] == f"/connectors/{name}"
     assert created.json()["tasks"] == [{"connector": name, "task": 0}, {"connector": name, "task": 1}]
     assert created.json()["type"] == "sink"
     assert "conflict" in error(client.post("/connectors", json={"name": name, "config": config}), 409).lower() or True
@@ -124,7 +125,7 @@ def test_connect_rest_api_end_to_end(
     expanded = client.get("/connectors", params=[("expand", "status"), ("expand", "info")]).json()
     assert expanded[name]["status"]["connector"]["state"] == "RUNNING"
     assert expanded[name]["info"]["name"] == name
-    error(client.get("/connectors", params={"expand": "everything"}), 400)
+    assert client.get("/connectors", params={"expand": "everything"}).json() == {name: {}}  # ignored, as Connect
     assert client.get(f"/connectors/{name}").json()["name"] == name
     shown = client.get(f"/connectors/{name}/config").json()
     assert shown["source.cluster.sasl.password"] == "${env:MIRROR_TEST_SECRET}", "references are shown, not values"
@@ -133,10 +134,11 @@ def test_connect_rest_api_end_to_end(
     assert status["connector"]["worker_id"] == "w1" and status["type"] == "sink"
     tasks = client.get(f"/connectors/{name}/tasks").json()
     assert [t["id"] for t in tasks] == [{"connector": name, "task": 0}, {"connector": name, "task": 1}]
-    assert client.get(f"/connectors/{name}/tasks/1/status").json()["state"] == "RUNNING"
+    assert client.get(f"/connectors/{name}/tasks/1/status").json() == {"id": 1, "state": "RUNNING", "worker_id": "w1"}
+    assert "trace" not in status["connector"] and all("trace" not in t for t in status["tasks"])
     error(client.get(f"/connectors/{name}/tasks/7/status"), 404)
     assert client.get(f"/connectors/{name}/topics").json() == {name: {"topics": [topic]}}
-    assert client.put(f"/connectors/{name}/topics/reset").status_code == 200
+    assert client.put(f"/connectors/{name}/topics/reset").status_code == 202
     for path in ("", "/config", "/status", "/tasks", "/topics", "/offsets"):
         error(client.get(f"/connectors/nope{path}"), 404)
 
@@ -146,8 +148,8 @@ def test_connect_rest_api_end_to_end(
     assert {(o["partition"]["kafka_partition"], o["offset"]["kafka_offset"]) for o in offsets} == set(ends.items())
     assert all(o["partition"]["kafka_topic"] == topic for o in offsets)
     rewind = {"offsets": [{"partition": {"kafka_topic": topic, "kafka_partition": 0}, "offset": {"kafka_offset": 5}}]}
-    error(client.patch(f"/connectors/{name}/offsets", json=rewind), 409)
-    error(client.delete(f"/connectors/{name}/offsets"), 409)
+    assert "must be in the STOPPED state" in error(client.patch(f"/connectors/{name}/offsets", json=rewind), 400)
+    error(client.delete(f"/connectors/{name}/offsets"), 400)
 
     # Pause, resume, stop.
     assert client.put(f"/connectors/{name}/pause").status_code == 202
@@ -158,6 +160,7 @@ def test_connect_rest_api_end_to_end(
     wait_until(lambda: shadow_caught_up(source, topic, target, f"source.{topic}", group), 90, "mirroring after resume")
     assert client.put(f"/connectors/{name}/stop").status_code == 204
     wait_until(lambda: states(client, name) == ("STOPPED", ["STOPPED", "STOPPED"]), 60, "STOPPED")
+    assert "need to be provided" in error(client.patch(f"/connectors/{name}/offsets", json={"offsets": []}), 400)
     altered = client.patch(f"/connectors/{name}/offsets", json=rewind)
     assert altered.status_code == 200, altered.text
     now = {
@@ -191,9 +194,20 @@ def test_connect_rest_api_end_to_end(
     error(client.patch("/connectors/nope/config", json={"tasks.max": "2"}), 404)
 
     # Loggers.
-    assert client.put("/admin/loggers/connectors", json={"level": "DEBUG"}).json() == ["connectors"]
+    affected = client.put("/admin/loggers/connectors", json={"level": "debug"}).json()
+    assert affected[0] == "connectors" and all(a.startswith("connectors") for a in affected), affected
     assert client.get("/admin/loggers").json()["connectors"]["level"] == "DEBUG"
-    error(client.put("/admin/loggers/connectors", json={"level": "LOUD"}), 400)
+    assert client.get("/admin/loggers/connectors").json() == {"level": "DEBUG", "last_modified": None}
+    assert (
+        client.put("/admin/loggers/connectors", params={"scope": "cluster"}, json={"level": "INFO"}).status_code == 204
+    )
+    error(client.put("/admin/loggers/connectors", json={"level": "LOUD"}), 404)
+    error(client.put("/admin/loggers/connectors", json={}), 400)
+    error(client.get("/admin/loggers/no.such.logger"), 404)
+    mismatch = {**config, "connector.class": "FileStreamSinkConnector"}
+    error(client.put("/connector-plugins/MirrorSinkConnector/config/validate", json=mismatch), 400)
+    assert client.get("/connector-plugins", params={"connectorsOnly": "false"}).json()[0]["class"] == PLUGIN
+    assert error(client.get("/no/such/route"), 404) == "HTTP 404 Not Found"
 
     # Delete, unknown paths and methods keep Connect's error shape.
     for each in (name, other):
