@@ -11,6 +11,8 @@ import faulthandler
 import logging
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -90,3 +92,29 @@ def serve(config: WorkerConfig, herder: Herder) -> int:
         log.info("worker %s stopping: tasks finish or abort their transactions, then leave their groups", config.id)
         herder.stop()
     return 0
+
+
+class BackgroundServer:
+    """The REST API on a thread of this process (the demo's worker), on ``port`` or a free one."""
+
+    def __init__(self, herder: Herder, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._server = _Server(
+            uvicorn.Config(create_app(herder), host=host, port=port, log_config=None, access_log=False)
+        )
+        self._thread = threading.Thread(target=self._server.run, name="rest-server", daemon=True)
+        self.host = host
+
+    def start(self, timeout_s: float = 30.0) -> int:
+        """Serve; returns the port once the server listens."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the REST server did not start (port taken?)")
+            time.sleep(0.05)
+        return int(self._server.servers[0].sockets[0].getsockname()[1])
+
+    def stop(self) -> None:
+        """Stop serving (the herder is the caller's to stop)."""
+        self._server.should_exit = True
+        self._thread.join(10)

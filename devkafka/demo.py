@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 
-import prometheus_client
 from confluent_kafka import KafkaException
 
+from api.server import BackgroundServer
 from devkafka.data import (
     ProduceSpec,
     Rec,
@@ -26,7 +25,8 @@ from devkafka.data import (
     read_all,
 )
 from devkafka.pair import DevClusters, print_clusters
-from mirror_sink.standalone import StandaloneRunner
+from mirror_sink.worker.config_store import FileConfigBackingStore
+from mirror_sink.worker.herder import Herder
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -38,7 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser("demo", help="start the local clusters and mirror a batch of orders exactly once")
     p.add_argument("--records", type=int, default=20_000, help="committed records to add this run")
     p.add_argument("--keep-running", action="store_true", help="keep mirroring after the check (Ctrl-C stops)")
-    p.add_argument("--metrics-port", type=int, default=9404, help="Prometheus metrics port (0: any free port)")
+    p.add_argument("--port", type=int, default=8083, help="the worker's REST port: status page, metrics (0: any)")
     p.set_defaults(func=run)
 
 
@@ -94,55 +94,64 @@ def run(args: argparse.Namespace) -> int:
     config_path = clusters.home / f"{CONNECTOR}.json"
     config_path.write_text(json.dumps({"name": CONNECTOR, "config": config}, indent=2))
     print(f"mirroring with connector config {config_path}")
-    print(f"metrics (Prometheus): http://127.0.0.1:{_serve_metrics(args.metrics_port)}/metrics")
-    runner = StandaloneRunner(config, worker_id="demo")
-    thread = threading.Thread(target=runner.run, name="demo-runner", daemon=True)
+    # A REST worker in this process, as `mirror-sink worker` runs one: Connect's API, the status page, metrics.
+    herder = Herder("demo", FileConfigBackingStore(clusters.home / "demo-worker" / "connectors.json"))
+    herder.start()
+    server, port = _serve(herder, args.port)
+    base = f"http://127.0.0.1:{port}"
+    print(f"status page: {base}/ui   metrics: {base}/metrics   REST: {base}/connectors/{CONNECTOR}/status")
     started = time.monotonic()
-    thread.start()
+    herder.put_config(CONNECTOR, config)
     target_topic = f"source.{TOPIC}"
     ends = end_offsets(src, TOPIC)
     try:
         while True:
             time.sleep(1)
-            if not thread.is_alive():
-                print("the mirror stopped unexpectedly; see the log above")
+            if herder.worker.running(CONNECTOR).failed():
+                print(f"the mirror FAILED; see the log above or {base}/ui")
                 return 1
             done = _shadow(tgt, target_topic, ends)
             print(f"  shadow group {done:,} / {sum(ends.values()):,} source offsets mirrored")
             if done >= sum(ends.values()):
                 break
-        elapsed = time.monotonic() - started
-        source_records = read_all(src, TOPIC)
-        target_records = read_all(tgt, target_topic)
-        exact = all(
-            [r.content() for r in target_records.get(p, [])] == [r.content() for r in recs]
-            for p, recs in source_records.items()
-        )
-        total = sum(len(v) for v in source_records.values())
-        mirrored = sum(len(v) for v in target_records.values())
-        print(f"{total:,} committed source records; target topic {target_topic!r} holds {mirrored:,}")
-        print(f"exactly once, in order per partition: {'yes' if exact else 'NO'} (mirrored in {elapsed:.1f} s)")
+        exact = _verify(src, tgt, target_topic, time.monotonic() - started)
         if args.keep_running:
-            print("still mirroring; Ctrl-C to stop")
-            thread.join()
+            print(f"still mirroring; the status page is {base}/ui; Ctrl-C to stop")
+            while True:
+                time.sleep(3600)
         return 0 if exact else 1
     except KeyboardInterrupt:
         return 0
     finally:
-        runner.request_stop()
-        thread.join(60)
+        server.stop()
+        herder.stop()
         print("stopped. Run again to add more orders, or stop the clusters: mirror-sink-dev kafka down")
 
 
-def _serve_metrics(port: int) -> int:
-    """Serve /metrics on ``port``, or on a free port when it is taken (or 0); the port used."""
+def _verify(src: str, tgt: str, target_topic: str, elapsed: float) -> bool:
+    """Read both clusters: the target holds every committed source record once, in order per partition."""
+    source_records = read_all(src, TOPIC)
+    target_records = read_all(tgt, target_topic)
+    exact = all(
+        [r.content() for r in target_records.get(p, [])] == [r.content() for r in recs]
+        for p, recs in source_records.items()
+    )
+    total = sum(len(v) for v in source_records.values())
+    mirrored = sum(len(v) for v in target_records.values())
+    print(f"{total:,} committed source records; target topic {target_topic!r} holds {mirrored:,}")
+    print(f"exactly once, in order per partition: {'yes' if exact else 'NO'} (mirrored in {elapsed:.1f} s)")
+    return exact
+
+
+def _serve(herder: Herder, port: int) -> tuple[BackgroundServer, int]:
+    """The REST API on ``port``, or on a free port when it is taken (or 0)."""
     for candidate in (port, 0) if port else (0,):
+        server = BackgroundServer(herder, port=candidate)
         try:
-            server, _ = prometheus_client.start_http_server(candidate, addr="127.0.0.1")
-            return int(server.server_port)
-        except OSError:
+            return server, server.start()
+        except RuntimeError:
             continue
-    raise OSError("no port for the metrics server")
+    raise RuntimeError("no port for the REST API")
 
 
 def _topics(bootstrap: str) -> set[str]:
