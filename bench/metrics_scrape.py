@@ -28,7 +28,7 @@ def fill(partitions: int, per_topic: int, source: str) -> None:
     for i in range(partitions):
         tp = TargetPartition(f"{source}.topic-{i // per_topic:04d}", i % per_topic)
         s = m.CycleStats()
-        s.add(1000, 1_000_000, now_ms - 500, now_ms - 100)
+        s.add(1000, 1_000_000, now_ms - 500, now_ms - 100, now_ms - 50)
         stats[tp] = s
         labels = ("bench", source, "target", tp.topic, str(tp.partition))
         m.replication_lag_records.labels(*labels).set(i % 50)

@@ -94,22 +94,25 @@ class CycleStats:
     min_ts: int = 2**63 - 1  # record timestamps (ms)
     max_ts: int = -1
     ts_sum: int = 0  # for the average latency: sum of the records' timestamps
+    read_sum: int = 0  # for the average record age: sum of the times (ms) the records were read
 
-    def add(self, records: int, nbytes: int, first_ts: int, last_ts: int) -> None:
-        """``records`` records with timestamps from ``first_ts`` to ``last_ts`` (their mean taken as the middle)."""
+    def add(self, records: int, nbytes: int, first_ts: int, last_ts: int, read_ms: int) -> None:
+        """``records`` records read at ``read_ms`` with timestamps from ``first_ts`` to ``last_ts``
+        (their mean taken as the middle)."""
         self.records += records
         self.bytes += nbytes
         self.min_ts = min(self.min_ts, first_ts)
         self.max_ts = max(self.max_ts, last_ts)
         self.ts_sum += records * (first_ts + last_ts) // 2
+        self.read_sum += records * read_ms
 
 
 @dataclass
 class _Partition:
     records: int = 0
     bytes: int = 0
-    #: (commit time, records, bytes, latency min, max, sum in ms) per commit in the window
-    window: deque[tuple[float, int, int, float, float, float]] = field(default_factory=deque)
+    #: (commit time, records, bytes, latency min, max, sum, record age sum in ms) per commit in the window
+    window: deque[tuple[float, int, int, float, float, float, float]] = field(default_factory=deque)
 
 
 class MirrorMetrics(Collector):
@@ -141,7 +144,8 @@ class MirrorMetrics(Collector):
                 part.records += s.records
                 part.bytes += s.bytes
                 lat_sum = s.records * now_ms - s.ts_sum
-                part.window.append((now, s.records, s.bytes, now_ms - s.max_ts, now_ms - s.min_ts, lat_sum))
+                age_sum = s.read_sum - s.ts_sum  # read time minus record time, summed
+                part.window.append((now, s.records, s.bytes, now_ms - s.max_ts, now_ms - s.min_ts, lat_sum, age_sum))
 
     def records(self, connector: str) -> int:
         """Records the connector has committed in this process."""
@@ -161,6 +165,11 @@ class MirrorMetrics(Collector):
                 ("replication_latency_ms_min", "Shortest time from record timestamp to commit, last 30 s."),
                 ("replication_latency_ms_max", "Longest time from record timestamp to commit, last 30 s."),
                 ("replication_latency_ms_avg", "Mean time from record timestamp to commit, last 30 s."),
+                (
+                    "record_age_ms",
+                    "Mean age of records when the mirror read them (read time minus timestamp), last 30 s.",
+                ),
+                ("record_age_ms_avg", "Mean age of records when read, last 30 s."),
             )
         }
         horizon = time.time() - WINDOW_S
@@ -170,17 +179,18 @@ class MirrorMetrics(Collector):
                 while part.window and part.window[0][0] < horizon:
                     part.window.popleft()
                 label = "all" if source in self.topic_level else str(partition)
-                row = rows.setdefault((source, target, topic, label), [0, 0, 0, 0, float("inf"), 0.0, 0.0, 0])
+                row = rows.setdefault((source, target, topic, label), [0, 0, 0, 0, float("inf"), 0.0, 0.0, 0, 0.0])
                 row[0] += part.records
                 row[1] += part.bytes
-                for _, n, b, lat_min, lat_max, lat_sum in part.window:
+                for _, n, b, lat_min, lat_max, lat_sum, age_sum in part.window:
                     row[2] += n
                     row[3] += b
                     row[4] = min(row[4], lat_min)
                     row[5] = max(row[5], lat_max)
                     row[6] += lat_sum
                     row[7] += n
-        for labels, (records, nbytes, w_records, w_bytes, lat_min, lat_max, lat_sum, lat_n) in rows.items():
+                    row[8] += age_sum
+        for labels, (records, nbytes, w_records, w_bytes, lat_min, lat_max, lat_sum, lat_n, age_sum) in rows.items():
             values = {
                 "record_count": records,
                 "byte_count": nbytes,
@@ -194,6 +204,8 @@ class MirrorMetrics(Collector):
                     "replication_latency_ms_min": lat_min,
                     "replication_latency_ms_max": lat_max,
                     "replication_latency_ms_avg": avg,
+                    "record_age_ms": max(0.0, age_sum / lat_n),
+                    "record_age_ms_avg": max(0.0, age_sum / lat_n),
                 }
             for name, value in values.items():
                 families[name].add_metric(list(labels), value)

@@ -9,6 +9,7 @@ the target acknowledges one round of batches the next is being fetched, all with
 from __future__ import annotations
 
 import struct
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
@@ -230,7 +231,10 @@ class RawPath:
         if (tp, problem.reason) not in self._explained:
             self._explained.add((tp, problem.reason))
             self.log.info(
-                "re-encoding a batch of %s-%d (%s); further ones counted in progress logs", *tp, problem.detail
+                "re-encoding a batch of %s-%d (%s); further ones counted in progress logs",
+                *tp,
+                problem.detail,
+                extra={"partition": f"{tp.topic}-{tp.partition}"},
             )
         codec = header.codec if header is not None else int(item.batch[17]) & 0x07
         where = f"source partition {tp} (codec {CODECS.get(codec, codec)})"
@@ -250,7 +254,8 @@ class RawPath:
         if stats is None:
             stats = self._stats[tp] = CycleStats()
         # v2 header: baseTimestamp at 27, maxTimestamp at 35 (the first and the latest record's).
-        stats.add(records, len(batch), _INT64.unpack_from(batch, 27)[0], _INT64.unpack_from(batch, 35)[0])
+        first, last = _INT64.unpack_from(batch, 27)[0], _INT64.unpack_from(batch, 35)[0]
+        stats.add(records, len(batch), first, last, int(time.time() * 1000))
 
     def _max_message_bytes(self, topic: str) -> int:
         limit = self._limits.get(topic)

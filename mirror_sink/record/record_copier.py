@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -34,6 +35,7 @@ class RecordCopier:
         produce, poll = self.producer.produce, self.producer.poll
         sources = self.sources
         stats = self.stats
+        read_ms = int(time.time() * 1000)  # the batch was just consumed
         for msg in messages:
             key, value = msg.key(), msg.value()
             _, timestamp = msg.timestamp()
@@ -76,6 +78,7 @@ class RecordCopier:
             st.records += 1
             st.bytes += size
             st.ts_sum += timestamp
+            st.read_sum += read_ms
             st.min_ts = min(st.min_ts, timestamp)
             st.max_ts = max(st.max_ts, timestamp)
         poll(0)

@@ -105,7 +105,7 @@ class RecordPath:
             KafkaError.GROUP_AUTHORIZATION_FAILED,
         ):
             raise TaskFailure(f"reading source partition {where}: {err.str()}")
-        self.log.warning("source consumer error on %s (retrying): %s", where, err.str())
+        self.log.warning("source consumer error on %s (retrying): %s", where, err.str(), extra={"partition": where})
         return True
 
     def take_stats(self) -> dict[TargetPartition, CycleStats]:

@@ -110,7 +110,9 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     assert total(m, MM2 + "byte_count", topic=target_topic) > 0
     assert total(m, MM2 + "record_rate", topic=target_topic) > 0
     for stat in ("", "_min", "_max", "_avg"):
+        assert MM2 + "replication_latency_ms" + stat in m
         assert total(m, MM2 + "replication_latency_ms" + stat, topic=target_topic) >= 0
+    assert MM2 + "record_age_ms" in m and total(m, MM2 + "record_age_ms_avg", topic=target_topic) >= 0
     # Connect's sink-task series and the mirror's own.
     assert total(m, "kafka_connect_sink_task_metrics_sink_record_send_total", connector=name) == load.committed
     assert total(m, "kafka_connect_sink_task_metrics_sink_record_read_total", connector=name) >= load.committed
