@@ -3,7 +3,9 @@
 ``kafka.connect:type=connect-worker-metrics,connector=X`` attributes ``connector-running-task-count``
 (and failed, paused, unassigned, total) become ``kafka_connect_worker_connector_running_task_count
 {connector}``; ``kafka.connect:type=connector-metrics,connector=X`` attribute ``status`` becomes
-``kafka_connect_connector_status{connector,status}`` = 1. Computed at scrape time from the runtimes.
+``kafka_connect_connector_status{connector,status}`` = 1, and ``connector-task-metrics`` ``status``
+becomes ``kafka_connect_connector_task_status{connector,task,status}`` = 1. Computed at scrape time
+from the runtimes.
 """
 
 from __future__ import annotations
@@ -61,17 +63,25 @@ class WorkerMetrics(Collector):
             "The connector's state (1 for its current one).",
             labels=("connector", "status"),
         )
+        task_status = GaugeMetricFamily(
+            "kafka_connect_connector_task_status",
+            "Each task's state (1 for its current one), as Connect's connector-task-metrics status.",
+            labels=("connector", "task", "status"),
+        )
         with self._lock:
             sources = list(self._sources)
         for source in sources:
             for runtime in source():
                 states = [info.state for info in runtime.task_states()]
+                for task, state in enumerate(states):
+                    task_status.add_metric([runtime.name, str(task), state.value.lower()], 1)
                 for kind, state in _COUNTED.items():
                     counts[kind].add_metric([runtime.name], sum(1 for s in states if s is state))
                 counts["total"].add_metric([runtime.name], len(states))
                 status.add_metric([runtime.name, runtime.state.state.value.lower()], 1)
         yield from counts.values()
         yield status
+        yield task_status
 
 
 #: The process's worker metrics, registered with prometheus-client's default registry.

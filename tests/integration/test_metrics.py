@@ -104,6 +104,7 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     assert not missing, f"the dashboard or alert rules use series the worker does not export: {sorted(missing)}"
     assert total(m, "kafka_connect_worker_connector_running_task_count", connector=name) == 1
     assert total(m, "kafka_connect_connector_status", connector=name, status="running") == 1
+    assert total(m, "kafka_connect_connector_task_status", connector=name, task="0", status="running") == 1
     # MirrorMaker 2's series, per target partition, with its labels: the committed records exactly.
     assert total(m, MM2 + "record_count", source="source", target="target", topic=target_topic) == load.committed
     assert {lab["partition"] for lab, _ in m[MM2 + "record_count"] if lab["topic"] == target_topic} == {"0", "1"}
