@@ -111,6 +111,7 @@ class CycleStats:
 class _Partition:
     records: int = 0
     bytes: int = 0
+    since: float = field(default_factory=time.time)  # first commit: a younger window is shorter than 30 s
     #: (commit time, records, bytes, latency min, max, sum, record age sum in ms) per commit in the window
     window: deque[tuple[float, int, int, float, float, float, float]] = field(default_factory=deque)
 
@@ -179,7 +180,9 @@ class MirrorMetrics(Collector):
                 while part.window and part.window[0][0] < horizon:
                     part.window.popleft()
                 label = "all" if source in self.topic_level else str(partition)
-                row = rows.setdefault((source, target, topic, label), [0, 0, 0, 0, float("inf"), 0.0, 0.0, 0, 0.0])
+                row = rows.setdefault((source, target, topic, label), [0, 0, 0, 0, float("inf"), 0.0, 0.0, 0, 0.0, 0.0])
+                # Like Kafka's Rate: over the time the window really covers (shorter at the start).
+                row[9] = max(row[9], min(WINDOW_S, max(1.0, horizon + WINDOW_S - part.since)))
                 row[0] += part.records
                 row[1] += part.bytes
                 for _, n, b, lat_min, lat_max, lat_sum, age_sum in part.window:
@@ -190,12 +193,13 @@ class MirrorMetrics(Collector):
                     row[6] += lat_sum
                     row[7] += n
                     row[8] += age_sum
-        for labels, (records, nbytes, w_records, w_bytes, lat_min, lat_max, lat_sum, lat_n, age_sum) in rows.items():
+        for labels, row in rows.items():
+            records, nbytes, w_records, w_bytes, lat_min, lat_max, lat_sum, lat_n, age_sum, span = row
             values = {
                 "record_count": records,
                 "byte_count": nbytes,
-                "record_rate": w_records / WINDOW_S,
-                "byte_rate": w_bytes / WINDOW_S,
+                "record_rate": w_records / span,
+                "byte_rate": w_bytes / span,
             }
             if lat_n:
                 avg = lat_sum / lat_n
