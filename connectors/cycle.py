@@ -56,6 +56,12 @@ class Cycle:
 
     def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
+        try:
+            self._loop(stop, new_mappings)
+        finally:
+            self.metrics.stopped(self.path)  # stopped, paused or failed: no gauge shows a live task
+
+    def _loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         cfg = self.run.config
         own = self.ownership
         interval_s = cfg.transaction_interval_ms / 1000

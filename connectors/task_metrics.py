@@ -59,6 +59,12 @@ class TaskMetrics:
         if new_rebalances:
             self._rebalances.inc(new_rebalances)
 
+    def stopped(self, path: DataPath) -> None:
+        """The task's run ended (stopped, paused, failed): its gauges must not show a live task."""
+        self._partitions.set(0)
+        for kind in path.memory():
+            m.memory_budget_bytes.labels(*self._labels, kind).set(0)
+
     def _path_counters(self, path: DataPath) -> None:
         for outcome, total in path.batch_counts().items():
             before = self._batches.get(outcome, 0)

@@ -111,7 +111,6 @@ class CycleStats:
 class _Partition:
     records: int = 0
     bytes: int = 0
-    since: float = field(default_factory=time.time)  # first commit: a younger window is shorter than 30 s
     #: (commit time, records, bytes, latency min, max, sum, record age sum in ms) per commit in the window
     window: deque[tuple[float, int, int, float, float, float, float]] = field(default_factory=deque)
 
@@ -181,8 +180,9 @@ class MirrorMetrics(Collector):
                     part.window.popleft()
                 label = "all" if source in self.topic_level else str(partition)
                 row = rows.setdefault((source, target, topic, label), [0, 0, 0, 0, float("inf"), 0.0, 0.0, 0, 0.0, 0.0])
-                # Like Kafka's Rate: over the time the window really covers (shorter at the start).
-                row[9] = max(row[9], min(WINDOW_S, max(1.0, horizon + WINDOW_S - part.since)))
+                # Kafka's Rate (2 samples of 30 s, as MM2 configures it) never divides by less than a
+                # full window, so a young partition's rate ramps up rather than overshooting.
+                row[9] = WINDOW_S
                 row[0] += part.records
                 row[1] += part.bytes
                 for _, n, b, lat_min, lat_max, lat_sum, age_sum in part.window:

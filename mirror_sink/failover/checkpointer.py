@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import checkpoint_round_seconds, checkpoints_written_total
+from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.groups import IDLE_STATES, GroupActive, commit_offsets, committed_offsets, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader
 from mirror_sink.failover.translation import Translation, source_partitions, translate_group
+
+#: Offsets per group and partition remembered from earlier rounds (a minute at the default interval).
+_RECENT_OFFSETS = 12
 
 
 class CheckpointEmitter:
@@ -54,6 +58,8 @@ class CheckpointEmitter:
         #: the shadow group's (by default both are connect-{name}).
         self._own_groups = {config.shadow_group_id, config.source_group_id}
         self._emitted: dict[tuple[str, TargetPartition], Checkpoint] = {}
+        #: Each group's offsets of the last rounds, per partition, newest last.
+        self._recent: dict[tuple[str, TargetPartition], deque[int]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_group_sync = 0.0
@@ -121,10 +127,8 @@ class CheckpointEmitter:
             return self.run_once(reread=True)  # read again from the beginning with the lower floors
         changed = {}
         for t in translations:
-            if t.target_offset is None:
-                continue  # not passed yet: a checkpoint is written only when it is exact
-            cp = t.checkpoint()
-            if self._emitted.get((cp.group, cp.target)) != cp:
+            cp = self._exact_checkpoint(t, index)
+            if cp is not None and self._emitted.get((cp.group, cp.target)) != cp:
                 changed[(cp.group, cp.target)] = cp
         if changed:
             self._check_stop()
@@ -146,6 +150,23 @@ class CheckpointEmitter:
             self.sync_groups(translations)
         return translations
 
+    def _exact_checkpoint(self, t: Translation, index: OffsetIndex) -> Checkpoint | None:
+        """The checkpoint of the group's offset if the mirror has passed it; else of the newest offset
+        the group had in recent rounds that the mirror has passed (a consumer that keeps up with the
+        source stays just ahead of the mirror, and would otherwise never get a new checkpoint)."""
+        recent = self._recent.get((t.group, t.target))
+        if recent is None:
+            recent = self._recent[(t.group, t.target)] = deque(maxlen=_RECENT_OFFSETS)
+        if not recent or recent[-1] != t.source_offset:
+            recent.append(t.source_offset)
+        if t.target_offset is not None:
+            return t.checkpoint()
+        for earlier in reversed(recent):
+            target = index.translate(t.target, earlier)
+            if target is not None:
+                return Checkpoint(t.group, t.target, earlier, target)
+        return None
+
     def _forgot_too_much(self, translations: list[Translation], *, reread: bool) -> bool:
         """Keep only what the groups' offsets need; True when a group needs what was forgotten.
 
@@ -159,7 +180,9 @@ class CheckpointEmitter:
             part = index.partitions.get(t.target)
             if part is not None and part.oldest is not None and t.source_offset < part.oldest:
                 continue  # below every sync there is: it must not pin the floor (and the memory) down
-            floors[t.target] = min(floors.get(t.target, t.source_offset), t.source_offset)
+            # Keep what the group's recent offsets need too (checkpoints of an offset it had just before).
+            low = min([t.source_offset, *self._recent.get((t.group, t.target), ())])
+            floors[t.target] = min(floors.get(t.target, low), low)
         lost = [
             t
             for t in translations

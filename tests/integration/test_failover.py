@@ -312,3 +312,36 @@ def test_group_sync_moves_idle_groups_forward_only(
         member.close()
         assert proc.stop() == 0, proc.log_tail()
     assert "synced group" in proc.log_text()
+
+
+def test_a_group_that_keeps_up_with_the_source_still_gets_fresh_exact_checkpoints(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    """A consumer that commits at the source's head is always a little ahead of the mirror: its
+    current offset is never yet translatable, but an offset it had a round or two earlier is."""
+    topic, name, group = unique("head"), unique("head"), unique("head-app")
+    create_topic(source.bootstrap_servers, topic, 1)
+    # Transactions of 3 s: the head the group commits is always past what the mirror has committed.
+    slow = {**CHECKPOINTS, "transaction.boundary.interval.ms": "3000"}
+    proc = mirror(mirror_config(name, source, target, topic, **slow)).start()
+    sent = 0
+    try:
+        wait_until(lambda: "mirrored" in proc.log_text(), 60, "the mirror running")
+
+        def newest_checkpoint() -> int:
+            stored = read_all(target.bootstrap_servers, checkpoints_topic("source")).get(0, [])
+            mine = [c for r in stored if (c := Checkpoint.decode(r.key or b"", r.value or b"")).group == group]
+            # Each transaction adds a marker on the target: downstream is upstream plus the markers before it.
+            assert all(c.downstream_offset >= c.upstream_offset for c in mine), mine
+            return max((c.upstream_offset for c in mine), default=-1)
+
+        deadline, checked, fresh = time.monotonic() + 40, time.monotonic(), -1
+        while time.monotonic() < deadline and fresh < 400:  # write and consume at the head, committing each time
+            produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % (sent + i)) for i in range(20)])
+            sent += 20
+            _commit(source.bootstrap_servers, group, {(topic, 0): sent})
+            if time.monotonic() - checked > 2:
+                fresh, checked = newest_checkpoint(), time.monotonic()
+        assert fresh >= 400, f"the newest checkpoint is at {fresh} while the group moved on to {sent}"
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
