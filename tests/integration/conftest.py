@@ -8,7 +8,7 @@ from typing import Protocol
 
 import pytest
 
-from tests.integration.harness import MirrorProcess
+from tests.integration.harness import MirrorProcess, WorkerProcess
 
 
 class MirrorFactory(Protocol):
@@ -31,3 +31,12 @@ def mirror(tmp_path: Path) -> Iterator[MirrorFactory]:
     for process in made:
         if process.alive():
             process.kill()
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A running REST worker (embedded store, free port); stopped at teardown."""
+    process = WorkerProcess(tmp_path).start()
+    yield process
+    if process.alive():
+        process.stop()

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
@@ -57,15 +55,6 @@ def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
 def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
     """The sum of ``name``'s samples whose labels include ``labels``."""
     return sum(v for lab, v in samples.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
-
-
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
-    """A running REST worker; stopped at teardown."""
-    process = WorkerProcess(tmp_path).start()
-    yield process
-    if process.alive():
-        process.stop()
 
 
 def test_worker_metrics_count_what_was_mirrored_and_the_lag(

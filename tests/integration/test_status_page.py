@@ -22,15 +22,6 @@ from tests.integration.harness import TransactionalLoad, Unique, WorkerProcess, 
 
 
 @pytest.fixture
-def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
-    """A running REST worker; stopped at teardown."""
-    process = WorkerProcess(tmp_path).start()
-    yield process
-    if process.alive():
-        process.stop()
-
-
-@pytest.fixture
 def browser() -> Iterator[WebDriver]:
     """Headless Chromium (installed by deploy/dev.sh from Debian's packages)."""
     options = Options()
