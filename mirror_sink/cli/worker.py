@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -15,6 +16,9 @@ from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackin
 from mirror_sink.worker.herder import Herder, HerderError
 from mirror_sink.worker.mm2_config import load_mm2_file
 from mirror_sink.worker.worker_config import WorkerConfig
+
+if TYPE_CHECKING:
+    from api.server import RestServer
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,9 @@ def _load(args: argparse.Namespace) -> WorkerConfig:
         config = WorkerConfig.model_validate(props)
     except ValidationError as exc:
         first = exc.errors()[0]
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):  # raised by WorkerConfig's own checks: it names its key
+            raise cause from exc
         raise ConfigError(".".join(str(p) for p in first["loc"]), first["msg"]) from exc
     if config.config_storage == "kafka" and not config.bootstrap_servers:
         raise ConfigError("bootstrap.servers", "is required with config.storage=kafka")
@@ -39,19 +46,24 @@ def _load(args: argparse.Namespace) -> WorkerConfig:
 def _store(config: WorkerConfig) -> ConfigBackingStore:
     if config.config_storage == "kafka":
         assert config.bootstrap_servers is not None
-        return KafkaConfigBackingStore(config.bootstrap_servers, config.config_storage_topic)
+        # The worker's own clients take its security settings (security.protocol, sasl.*, ssl.*).
+        return KafkaConfigBackingStore(
+            config.bootstrap_servers, config.config_storage_topic, config.kafka_client_config()
+        )
     return FileConfigBackingStore(config.data_dir / "connectors.json")
 
 
-def _serve(config: WorkerConfig, herder: Herder) -> int:
+def _rest(config: WorkerConfig) -> RestServer:
+    """The REST listeners, bound and with their TLS and users loaded: done before the herder starts,
+    so that a bad keystore or credentials file stops the worker before any connector runs."""
     # Imported here: FastAPI and uvicorn are start-up cost that only the serving verbs should pay.
-    from api.server import serve
+    from api.server import RestServer
 
-    return serve(config, herder)
+    return RestServer(config)
 
 
 def _add_worker_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listeners", help="REST listener, e.g. http://0.0.0.0:8083 (the default)")
+    p.add_argument("--listeners", help="REST listeners, e.g. http://0.0.0.0:8083 (the default) or https://0.0.0.0:8443")
     p.add_argument("--worker-id", help="this worker's id (default host:port); task transactional.ids derive from it")
     p.add_argument("--data-dir", help="where the embedded config store lives")
 
@@ -73,12 +85,13 @@ def run_worker(args: argparse.Namespace) -> int:
     """``mirror-sink worker``."""
     try:
         config = _load(args)
+        rest = _rest(config)
     except ConfigError as exc:
         log.error("invalid worker config: %s", exc)
         return 2
     herder = Herder(config.id, _store(config))
     herder.start()
-    return _serve(config, herder)
+    return rest.serve(herder)
 
 
 def run_mm2(args: argparse.Namespace) -> int:
@@ -88,6 +101,7 @@ def run_mm2(args: argparse.Namespace) -> int:
         if args.data_dir is None:
             args.data_dir = str(data_dir() / "mm2")
         config = _load(args)
+        rest = _rest(config)
     except ConfigError as exc:
         log.error("invalid MirrorMaker 2 config: %s", exc)
         return 2
@@ -105,5 +119,6 @@ def run_mm2(args: argparse.Namespace) -> int:
     except HerderError as exc:
         log.error("MM2 flow refused: %s", exc)
         herder.stop()
+        rest.close()
         return 2
-    return _serve(config, herder)
+    return rest.serve(herder)
