@@ -8,6 +8,7 @@ from typing import TypeAlias
 
 from mirror_sink import __version__
 from mirror_sink.cli import failover as failover_cli
+from mirror_sink.cli import passwd as passwd_cli
 from mirror_sink.cli import spark as spark_cli
 from mirror_sink.cli import standalone
 from mirror_sink.cli import worker as worker_cli
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker_cli.add_parsers(sub)
     spark_cli.add_parser(sub)
     failover_cli.add_parser(sub)
+    passwd_cli.add_parser(sub)
     return parser
 
 
