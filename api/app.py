@@ -85,8 +85,9 @@ def _plugin_name(cls: str) -> str:
     return cls.rsplit(".", maxsplit=1)[-1].removesuffix("Connector")
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error_code": status, "message": message})
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """Connect's error body, ``{"error_code": status, "message": message}``, with that status."""
+    return JSONResponse(status_code=status, content={"error_code": status, "message": message}, headers=headers)
 
 
 def create_app(  # noqa: PLR0915 - one flat table of routes reads better than several routers
@@ -102,24 +103,24 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.exception_handler(HerderError)
     async def herder_error(_: Request, exc: HerderError) -> JSONResponse:
-        return _error(status_of(exc), exc.message)
+        return error_response(status_of(exc), exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        return _error(400, f"Invalid request: {problems}")
+        return error_response(400, f"Invalid request: {problems}")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = str(exc.detail)
         if detail == HTTPStatus(exc.status_code).phrase:  # the framework's own: Jersey's wording
             detail = f"HTTP {exc.status_code} {detail}"
-        return _error(exc.status_code, detail)
+        return error_response(exc.status_code, detail)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         logging.getLogger(__name__).exception("request failed")
-        return _error(500, f"{type(exc).__name__}: {exc}")
+        return error_response(500, f"{type(exc).__name__}: {exc}")
 
     # -- worker ---------------------------------------------------------------------------------
     @app.get("/", response_model=ServerInfo)

@@ -1,33 +1,44 @@
 """The worker's REST server: Kafka Connect's API (FastAPI) served by uvicorn until SIGTERM/SIGINT.
 
+Every listener (``listeners`` and ``admin.listeners``, http or https) is bound before the herder
+starts and served by its own ``uvicorn.Server`` on one event loop in the main thread, so SIGTERM
+still reaches our handler, which stops them all and then the herder.
+
 Its own module so that only the verbs that serve (``worker``, ``mm2``) import FastAPI and uvicorn:
 they cost about 0.3 CPU-seconds of start-up that ``mirror-sink run`` and the rest need not pay.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import faulthandler
 import logging
 import signal
+import socket
+import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp
 
 import mirror_sink
 from api.app import create_app
+from api.security import ListenerApp
+from api.tls import server_context
 from mirror_sink.core import clients
+from mirror_sink.core.errors import ConfigError
 from mirror_sink.worker.herder import Herder
-
-if TYPE_CHECKING:
-    from mirror_sink.worker.worker_config import WorkerConfig
+from mirror_sink.worker.rest_credentials import BasicAuthenticator
+from mirror_sink.worker.worker_config import Listener, WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +55,11 @@ def _commit() -> str:
         return "unknown"
 
 
-def _cluster_id_reader(bootstrap: str | None, herder: Herder) -> Callable[[], str | None]:
-    """The target cluster's id: the worker's own cluster, or the first connector's target."""
+def _cluster_id_reader(
+    bootstrap: str | None, herder: Herder, client_config: Mapping[str, str] | None = None
+) -> Callable[[], str | None]:
+    """The target cluster's id: the worker's own cluster (reached with the worker's client security
+    settings), or the first connector's target."""
     known: dict[str, str] = {}
 
     def read() -> str | None:
@@ -53,8 +67,9 @@ def _cluster_id_reader(bootstrap: str | None, herder: Herder) -> Callable[[], st
         if not address:
             return None
         if address not in known:
+            own = dict(client_config or {}) if address == bootstrap else {}
             try:
-                admin = clients.admin({"bootstrap.servers": address}, "worker")
+                admin = clients.admin({"bootstrap.servers": address, **own}, "worker")
                 known[address] = str(admin.describe_cluster().result(10).cluster_id)
             except Exception:
                 return None
@@ -72,26 +87,142 @@ class _Server(uvicorn.Server):
         yield
 
 
+class _Config(uvicorn.Config):
+    """uvicorn's settings with a ready-made SSLContext (ours does PKCS12 and client authentication,
+    which uvicorn's file-name settings cannot express)."""
+
+    def __init__(self, app: ASGIApp, context: ssl.SSLContext | None, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._context = context
+
+    def load(self) -> None:
+        """uvicorn's load, then our context in place of the one it would build from files."""
+        super().load()
+        self.ssl = self._context
+
+
+@dataclass
+class _Endpoint:
+    """One bound listener and what it serves."""
+
+    listener: Listener
+    socket: socket.socket
+    main: bool
+    admin: bool
+    context: ssl.SSLContext | None
+
+    def describe(self) -> str:
+        """The URL and, when it is not everything, what it serves."""
+        port = self.socket.getsockname()[1]
+        share = "" if self.main and self.admin else (" (admin endpoints only)" if self.admin else " (no admin)")
+        return f"{self.listener.scheme}://{self.listener.bind_host}:{port}{share}"
+
+
+def _plan(config: WorkerConfig) -> list[tuple[Listener, bool, bool]]:
+    """(listener, serves the main routes, serves /admin) for every distinct listener."""
+    main, admin = config.listener_list, config.admin_listener_list
+    if admin is None:  # Connect's default: /admin on the main listeners
+        return [(listener, True, True) for listener in main]
+    plan = [(listener, True, listener in admin) for listener in main]
+    return plan + [(listener, False, True) for listener in admin if listener not in main]
+
+
+def _bind(listener: Listener, key: str) -> socket.socket:
+    host = listener.bind_host
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, listener.port), family=family, backlog=2048)
+    except OSError as exc:
+        raise ConfigError(key, f"cannot listen on {listener.url}: {exc.strerror or exc}") from None
+
+
+class RestServer:
+    """The worker's REST listeners, prepared before the herder starts so that a bad keystore, a
+    credentials file with a plaintext password or a port in use stops the worker at once (a
+    ConfigError naming the key and the file) instead of after its connectors started."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        file = config.rest_basic_auth_credentials_file
+        self.authenticator = BasicAuthenticator.from_file(file) if file is not None else None
+        contexts: dict[bool, ssl.SSLContext] = {}
+        self.endpoints: list[_Endpoint] = []
+        try:
+            for listener, main, admin in _plan(config):
+                context = None
+                if listener.scheme == "https":
+                    kind = not main  # a listener in both lists is a main listener, with the main TLS keys
+                    if kind not in contexts:
+                        contexts[kind] = server_context(config.https_settings(admin=kind), admin=kind)
+                    context = contexts[kind]
+                sock = _bind(listener, "listeners" if main else "admin.listeners")
+                self.endpoints.append(_Endpoint(listener, sock, main, admin, context))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the sockets (when the worker gives up before serving)."""
+        for endpoint in self.endpoints:
+            endpoint.socket.close()
+
+    def serve(self, herder: Herder) -> int:
+        """Run every listener until SIGTERM/SIGINT, then stop every connector gracefully."""
+        config = self.config
+        app = create_app(
+            herder,
+            commit=_commit(),
+            cluster_id=_cluster_id_reader(config.bootstrap_servers, herder, config.kafka_client_config()),
+        )
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        servers = [
+            _Server(
+                _Config(
+                    ListenerApp(app, e.main, e.admin, self.authenticator, config.admin_users),
+                    e.context,
+                    host=e.listener.bind_host,
+                    port=e.listener.port,
+                    log_config=None,
+                    access_log=False,
+                    # One app behind every listener: its lifespan runs once.
+                    lifespan="auto" if i == 0 else "off",
+                )
+            )
+            for i, e in enumerate(self.endpoints)
+        ]
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            log.info("%s received: stopping the REST API, then the connectors", signal.Signals(signum).name)
+            for server in servers:
+                server.should_exit = True
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        auth = "basic authentication" if self.authenticator else "no authentication"
+        for endpoint in self.endpoints:
+            log.info("worker %s: REST API on %s, %s", config.id, endpoint.describe(), auth)
+        try:
+            asyncio.run(self._run(servers))
+        finally:
+            log.info("worker %s stopping: tasks finish or abort their transactions, then leave their groups", config.id)
+            herder.stop()
+            self.close()
+        return 0
+
+    async def _run(self, servers: list[_Server]) -> None:
+        """Every listener on one event loop; when one stops (a signal, or a failure) all stop."""
+        tasks = [asyncio.create_task(s.serve([e.socket])) for s, e in zip(servers, self.endpoints, strict=True)]
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for task in done:
+            task.result()  # a listener that failed fails the worker (after the others closed)
+
+
 def serve(config: WorkerConfig, herder: Herder) -> int:
     """Run the REST API until SIGTERM/SIGINT, then stop every connector gracefully."""
-    host, port = config.host_port
-    app = create_app(herder, commit=_commit(), cluster_id=_cluster_id_reader(config.bootstrap_servers, herder))
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    server = _Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False))
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("%s received: stopping the REST API, then the connectors", signal.Signals(signum).name)
-        server.should_exit = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    log.info("worker %s: REST API on http://%s:%d", config.id, host, port)
-    try:
-        server.run()
-    finally:
-        log.info("worker %s stopping: tasks finish or abort their transactions, then leave their groups", config.id)
-        herder.stop()
-    return 0
+    return RestServer(config).serve(herder)
 
 
 class BackgroundServer:
