@@ -56,15 +56,20 @@ def _load_keystore(context: ssl.SSLContext, settings: HttpsSettings, admin: bool
         _load_pkcs12_keystore(context, settings, admin, path, data)
         return
     # Connect's PEM keystore: the key's password is ssl.key.password (ssl.keystore.password accepted too).
-    password = settings.get("key.password") or settings.get("keystore.password")
+    password_setting = "key.password" if settings.get("key.password") else "keystore.password"
+    password = settings.get(password_setting)
     if b"PRIVATE KEY-----" not in data or b"-----BEGIN CERTIFICATE-----" not in data:
         raise ConfigError(key, f"{path} must hold the private key and its certificate chain (PEM)")
     try:
-        context.load_cert_chain(path, password=password)
+        context.load_cert_chain(path, password=password or (lambda: ""))  # no password: never prompt
     except ssl.SSLError as exc:
-        what = "wrong key password, or the key does not match the certificate"
-        if "PASSWORD" not in str(exc).upper() and password is None and b"ENCRYPTED" in data:
+        if password is None and b"ENCRYPTED" in data:
             what = f"the key is encrypted: set {settings.key('key.password', admin)}"
+        elif b"ENCRYPTED" in data:
+            wrong = settings.key(password_setting, admin)
+            what = f"the key does not decrypt with {wrong}, or does not match the certificate"
+        else:
+            what = "the key does not match the certificate"
         raise ConfigError(key, f"{path}: {what} ({exc.reason or exc})") from None
 
 
