@@ -193,13 +193,16 @@ class WorkerConfig(BaseModel):
         return self
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
-        # Passwords never reach a log line through a repr, whichever key they came from.
+        # Passwords never reach a log line through a repr, whichever key they came from (a path is
+        # no secret, although rest.basic.auth.credentials.file has "credentials" in its name).
         fields = type(self).model_fields
         for name, value in super().__repr_args__():
             alias = (fields[name].alias if name in fields else None) or name or ""
             if name == "rest_ssl":
                 yield name, mask(value)
-            elif is_secret(alias) and value is not None:
+            elif isinstance(value, SecretStr) or (
+                is_secret(alias) and value is not None and not isinstance(value, Path)
+            ):
                 yield name, MASK
             else:
                 yield name, value

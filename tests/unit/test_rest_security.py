@@ -434,3 +434,20 @@ def test_listener_gates_authenticates_and_authorizes() -> None:
     _error(_call(admin, "/admin/loggers"), 401)
     open_listener = ListenerApp(_inner())
     assert _call(open_listener, "/admin/loggers").status_code == 200  # no credentials file: no auth
+
+
+def test_encrypted_pem_key_needs_its_password(ca: trustme.CA, tmp_path: Path) -> None:
+    leaf = ca.issue_cert("localhost")
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.BestAvailableEncryption(b"pw")
+    )
+    keystore = tmp_path / "server.pem"
+    keystore.write_bytes(encrypted + b"".join(b.bytes() for b in leaf.cert_chain_pems))
+    location = {"listeners.https.ssl.keystore.location": str(keystore)}
+    with pytest.raises(ConfigError, match=r"the key is encrypted: set listeners\.https\.ssl\.key\.password"):
+        server_context(_https(**location).https_settings())  # and no prompt on a terminal
+    with pytest.raises(ConfigError, match=r"does not decrypt with ssl\.key\.password"):
+        server_context(_https(**location, **{"ssl.key.password": "wrong"}).https_settings())
+    context = server_context(_https(**location, **{"ssl.key.password": "pw"}).https_settings())
+    _handshake(context, _client(ca))
