@@ -11,13 +11,15 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
 from devkafka.jars import KafkaJars
+from devkafka.security import EXTRA_LISTENERS, ClusterSecurity
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +55,13 @@ class ClusterState:
     controller_port: int
     kafka_version: str
     pid: int | None = None
+    #: A secured cluster's ports besides ``port`` (its SASL_SSL listener): MTLS, EXPIRED, WRONGHOST.
+    extra_ports: dict[str, int] = field(default_factory=dict)
 
 
-def _server_properties(state: ClusterState, log_dir: Path, extra: dict[str, str]) -> str:
+def _server_properties(
+    state: ClusterState, log_dir: Path, extra: dict[str, str], security: ClusterSecurity | None = None
+) -> str:
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -82,6 +88,7 @@ def _server_properties(state: ClusterState, log_dir: Path, extra: dict[str, str]
         "auto.create.topics.enable": "false",
         # Aborted/expired transactions are cleaned up quickly so chaos tests do not wait minutes.
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "5000",
+        **(security.broker_properties(state.port, state.controller_port, state.extra_ports) if security else {}),
         **extra,
     }
     return "".join(f"{k}={v}\n" for k, v in props.items())
@@ -103,6 +110,7 @@ class LocalKafkaCluster:
         *,
         broker_config: dict[str, str] | None = None,
         heap: str = "768m",
+        secured: bool = False,
     ) -> None:
         self.name = name
         self.home = home
@@ -110,12 +118,27 @@ class LocalKafkaCluster:
         self.broker_config = broker_config or {}
         self.heap = heap
         self.state = self._load_or_create_state()
+        #: TLS material and SCRAM users when the cluster is secured (see ``devkafka.security``).
+        self.security = ClusterSecurity(home / "security") if secured else None
+        if secured and not self.state.extra_ports:
+            self.state.extra_ports = {name: free_port() for name in EXTRA_LISTENERS}
 
     # -- identity -------------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port`` of the PLAINTEXT listener."""
+        """``host:port`` of the client listener (PLAINTEXT, or SASL_SSL when secured)."""
         return f"127.0.0.1:{self.state.port}"
+
+    @property
+    def client_config(self) -> dict[str, Any]:
+        """librdkafka settings with full rights: the address, plus the super user's when secured."""
+        if self.security is None:
+            return {"bootstrap.servers": self.bootstrap_servers}
+        return self.security.sasl_ssl(self.bootstrap_servers)
+
+    def listener(self, name: str) -> str:
+        """``host:port`` of a secured cluster's extra listener (MTLS, EXPIRED, WRONGHOST)."""
+        return f"127.0.0.1:{self.state.extra_ports[name]}"
 
     @property
     def server_log(self) -> Path:
@@ -187,7 +210,7 @@ class LocalKafkaCluster:
             return
         cmd = self._java_command(
             "kafka.tools.StorageTool", "format", "-t", self.state.cluster_id, "-c", str(props),
-            "--ignore-formatted",
+            "--ignore-formatted", *(self.security.scram_format_args() if self.security else []),
         )  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
@@ -202,7 +225,7 @@ class LocalKafkaCluster:
             return
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         props = self.home / "server.properties"
-        props.write_text(_server_properties(self.state, self.home / "data", self.broker_config))
+        props.write_text(_server_properties(self.state, self.home / "data", self.broker_config, self.security))
         self._format_storage(props)
         started = time.monotonic()
         with open(self.console_log, "ab") as console:
@@ -244,7 +267,7 @@ class LocalKafkaCluster:
             return False
 
     def _answers_metadata(self) -> bool:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        admin = AdminClient({**self.client_config, "log_level": 0})
         try:
             md = admin.list_topics(timeout=2)
         except Exception:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +26,19 @@ log = logging.getLogger(__name__)
 _client_log = logging.getLogger("devkafka.clients")
 
 
-def _conf(bootstrap: str, **settings: Any) -> dict[str, Any]:
+#: Where a cluster is: its bootstrap address, or client settings that include ``bootstrap.servers``
+#: (a secured cluster's SASL/TLS settings).
+Address = str | Mapping[str, Any]
+
+
+def client_settings(address: Address) -> dict[str, Any]:
+    """The librdkafka settings that reach ``address``."""
+    return {"bootstrap.servers": address} if isinstance(address, str) else dict(address)
+
+
+def _conf(bootstrap: Address, **settings: Any) -> dict[str, Any]:
     """Client settings for ``bootstrap`` with librdkafka's log routed to logging."""
-    return {"bootstrap.servers": bootstrap, "logger": _client_log, **settings}
+    return {**client_settings(bootstrap), "logger": _client_log, **settings}
 
 
 Header = tuple[str, bytes | None]
@@ -66,7 +76,7 @@ def rec_from_message(msg: Message) -> Rec:
 
 
 def create_topic(
-    bootstrap: str,
+    bootstrap: Address,
     topic: str,
     partitions: int = 1,
     config: dict[str, str] | None = None,
@@ -94,7 +104,7 @@ def wait_for_partitions(admin: AdminClient, topic: str, partitions: int, timeout
         time.sleep(0.1)
 
 
-def wait_until_served(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+def wait_until_served(bootstrap: Address, topic: str, partitions: int, timeout: float = 30.0) -> None:
     """Block until every partition's leader answers ListOffsets for it.
 
     Metadata names a new partition's leader before that broker has opened the partition's log, and a
@@ -127,10 +137,10 @@ class ProduceSpec:
     transactional_id: str | None = None
     extra: dict[str, str | int] = field(default_factory=dict)
 
-    def producer_config(self, bootstrap: str) -> dict[str, Any]:
+    def producer_config(self, bootstrap: Address) -> dict[str, Any]:
         """librdkafka settings for this spec."""
         conf: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
+            **client_settings(bootstrap),
             "logger": _client_log,
             "compression.type": self.compression,
             "linger.ms": self.linger_ms,
@@ -170,7 +180,7 @@ def _flush(producer: Producer, timeout: float = 60.0) -> None:
         raise KafkaException(f"{len(producer)} messages still undelivered after {timeout} s")
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[Rec], spec: ProduceSpec | None = None) -> int:
+def produce(bootstrap: Address, topic: str, records: Iterable[Rec], spec: ProduceSpec | None = None) -> int:
     """Write ``records`` (each to its own partition) without a transaction; returns the count."""
     spec = spec or ProduceSpec()
     errors: list[str] = []
@@ -188,7 +198,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[Rec], spec: ProduceSpe
 
 
 def produce_transactions(
-    bootstrap: str,
+    bootstrap: Address,
     topic: str,
     transactions: Iterable[tuple[Sequence[Rec], bool]],
     spec: ProduceSpec,
@@ -208,7 +218,7 @@ def produce_transactions(
             producer.abort_transaction(60)
 
 
-def end_offsets(bootstrap: str, topic: str, *, isolation: str = "read_committed") -> dict[int, int]:
+def end_offsets(bootstrap: Address, topic: str, *, isolation: str = "read_committed") -> dict[int, int]:
     """High watermark (read_uncommitted) or last stable offset (read_committed) of each partition."""
     consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-inspect", "isolation.level": isolation}))
     try:
@@ -219,7 +229,7 @@ def end_offsets(bootstrap: str, topic: str, *, isolation: str = "read_committed"
 
 
 def read_all(
-    bootstrap: str,
+    bootstrap: Address,
     topic: str,
     *,
     isolation: str = "read_committed",
@@ -229,7 +239,7 @@ def read_all(
     ends = end_offsets(bootstrap, topic, isolation=isolation)
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **client_settings(bootstrap),
             "logger": _client_log,
             "group.id": "mirror-sink-inspect",
             "isolation.level": isolation,
@@ -262,12 +272,12 @@ def read_all(
 
 
 def committed_offsets(
-    bootstrap: str, group: str, partitions: Sequence[tuple[str, int]], timeout: float = 30.0
+    bootstrap: Address, group: str, partitions: Sequence[tuple[str, int]], timeout: float = 30.0
 ) -> dict[tuple[str, int], int]:
     """The group's committed offsets (-1001 where none), read stable (pending transactions waited out)."""
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **client_settings(bootstrap),
             "group.id": group,
             "isolation.level": "read_committed",
             "logger": _client_log,

@@ -14,18 +14,21 @@ CLUSTER_NAMES = ("source", "target")
 
 
 class DevClusters:
-    """``source`` and ``target`` single-node KRaft clusters under ``home`` (default: the data dir)."""
+    """``source`` and ``target`` single-node KRaft clusters under ``home`` (default: the data dir);
+    ``secured`` ones speak SASL_SSL and mTLS and run an authorizer (``devkafka.security``)."""
 
     def __init__(
         self,
         home: Path | None = None,
         jars: KafkaJars | None = None,
         broker_config: dict[str, str] | None = None,
+        *,
+        secured: bool = False,
     ) -> None:
         self.home = home or data_dir() / "dev-kafka"
         self.jars = jars or KafkaJars.ensure()
         self.clusters = {
-            name: LocalKafkaCluster(name, self.home / name, self.jars, broker_config=broker_config)
+            name: LocalKafkaCluster(name, self.home / name, self.jars, broker_config=broker_config, secured=secured)
             for name in CLUSTER_NAMES
         }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from devkafka.data import end_offsets
+from devkafka.data import Address, client_settings, end_offsets
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
@@ -13,7 +13,7 @@ from mirror_sink.raw.wire import WireClient
 
 
 def read_committed_batches(
-    bootstrap: str, topic: str, partitions: Iterable[int], timeout_s: float = 120.0
+    bootstrap: Address, topic: str, partitions: Iterable[int], timeout_s: float = 120.0
 ) -> dict[int, list[Fetched]]:
     """Every committed data batch of ``partitions``, up to their current end, as raw mode fetches them.
 
@@ -21,7 +21,7 @@ def read_committed_batches(
     """
     ends = end_offsets(bootstrap, topic)
     wanted = {p: ends[p] for p in partitions}
-    wire = WireClient({"bootstrap.servers": bootstrap}, "inspected", "mirror-sink-raw-reader", 1 << 30)
+    wire = WireClient(client_settings(bootstrap), "inspected", "mirror-sink-raw-reader", 1 << 30)
     fetcher = RawFetcher(
         wire, MemoryBudget(1 << 40), fetch_max_bytes=64 << 20, partition_max_bytes=16 << 20, max_wait_ms=100
     )

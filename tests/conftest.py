@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint, open_clusters
+from devkafka.backends import KafkaEndpoint, open_clusters, reap_with_this_process
+from devkafka.pair import DevClusters
 
 # Every test under tests/integration talks to real brokers.
 _INTEGRATION_DIR = Path(__file__).parent / "integration"
@@ -52,6 +53,23 @@ def source(kafka_pair: tuple[KafkaEndpoint, KafkaEndpoint]) -> KafkaEndpoint:
 def target(kafka_pair: tuple[KafkaEndpoint, KafkaEndpoint]) -> KafkaEndpoint:
     """The cluster mirrored into."""
     return kafka_pair[1]
+
+
+@pytest.fixture(scope="session")
+def secured_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevClusters]:
+    """A second ``source`` and ``target`` pair, secured: SASL_SSL (SCRAM-SHA-512), mTLS, TLS made for
+    the run, and the StandardAuthorizer (``admin`` is the super user; ``mirror`` gets only its ACLs).
+
+    Always local: its brokers need the run's certificates and SCRAM users at format time.
+    """
+    home = tmp_path_factory.mktemp("kafka-secured")
+    pair = DevClusters(home, secured=True)
+    pair.up()
+    reap_with_this_process(pattern=f"kafka.logs.dir={home}")
+    try:
+        yield pair
+    finally:
+        pair.down(hard=True)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from devkafka.backends import KafkaEndpoint, reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import (
+    Address,
     ProduceSpec,
     Rec,
     committed_offsets,
@@ -48,6 +49,12 @@ FAST_SETTINGS = {
     # every source group, runs only where a test asks for it.
     "emit.checkpoints.enabled": "false",
 }
+
+
+def address(endpoint: KafkaEndpoint) -> Address:
+    """How to reach ``endpoint`` with full rights (a secured cluster's super user settings)."""
+    settings: Address | None = getattr(endpoint, "client_config", None)
+    return settings or endpoint.bootstrap_servers
 
 
 def mirror_config(
@@ -223,7 +230,7 @@ class TransactionalLoad:
 
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: Address,
         topic: str,
         partitions: int,
         total: int,
@@ -374,14 +381,14 @@ def assert_exact_mirror(
     With ``offset_syncs``, the offset syncs too wherever the mirror wrote them (exactly-once worker
     runs); a mirror that changed runtime midway (Spark writes none yet) passes False.
     """
-    src = read_all(source.bootstrap_servers, source_topic)
-    tgt = read_all(target.bootstrap_servers, target_topic)
+    src = read_all(address(source), source_topic)
+    tgt = read_all(address(target), target_topic)
     for p, records in src.items():
         got = tgt.get(p, [])
         assert len(got) == len(records), f"{target_topic}-{p}: {len(got)} records, source has {len(records)}"
         assert contents(got) == contents(records), f"{target_topic}-{p}: content or order differs"
-    ends = end_offsets(source.bootstrap_servers, source_topic)
-    stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
+    ends = end_offsets(address(source), source_topic)
+    stored = committed_offsets(address(target), group, [(target_topic, p) for p in ends])
     assert stored == {(target_topic, p): e for p, e in ends.items()}, "shadow group offsets != source end offsets"
     if offset_syncs and offset_syncs_of(target, target_topic):  # Spark and at-least-once runs write none
         assert_offset_syncs_exact(source, source_topic, target, target_topic)
@@ -397,14 +404,14 @@ def shadow_caught_up(
     The second condition matters: a commit's markers reach the group's offsets and the data
     partitions separately, so the offsets can be visible a moment before the data is (seen in CI).
     """
-    ends = end_offsets(source.bootstrap_servers, source_topic)
+    ends = end_offsets(address(source), source_topic)
     try:
-        stored = committed_offsets(target.bootstrap_servers, group, [(target_topic, p) for p in ends])
+        stored = committed_offsets(address(target), group, [(target_topic, p) for p in ends])
     except Exception:
         return False
     if any(stored.get((target_topic, p)) != e for p, e in ends.items()):
         return False
-    bootstrap = target.bootstrap_servers
+    bootstrap = address(target)
     return end_offsets(bootstrap, target_topic) == end_offsets(bootstrap, target_topic, isolation="read_uncommitted")
 
 
@@ -422,7 +429,7 @@ def committed_data_batches(bootstrap: str, topic: str, partition: int) -> list[b
 
 def offset_syncs_of(target: KafkaEndpoint, target_topic: str, source_alias: str = "source") -> list[OffsetSync]:
     """The committed offset syncs of ``target_topic``, in commit order."""
-    records = read_all(target.bootstrap_servers, offset_syncs_topic(source_alias)).get(0, [])
+    records = read_all(address(target), offset_syncs_topic(source_alias)).get(0, [])
     syncs = [OffsetSync.decode(r.key or b"", r.value or b"") for r in records]
     return [s for s in syncs if s.target.topic == target_topic]
 
@@ -438,8 +445,8 @@ def assert_offset_syncs_exact(
     """
     syncs = offset_syncs_of(target, target_topic, source_alias)
     assert syncs, f"no offset syncs for {target_topic}"
-    src = read_all(source.bootstrap_servers, source_topic)
-    tgt = read_all(target.bootstrap_servers, target_topic)
+    src = read_all(address(source), source_topic)
+    tgt = read_all(address(target), target_topic)
     for p, records in src.items():
         mine = [s for s in syncs if s.target.partition == p]
         mapping: dict[int, int] = {}

@@ -1,0 +1,111 @@
+"""The exact ACLs a connector's principal needs on each cluster, derived from its configuration.
+
+One table serves the operator (``mirror-sink acls CONFIG`` prints it as kafka-acls commands), the
+README's least-privilege section and the test that runs the mirror with exactly these ACLs and then
+without each one in turn. Kafka's implications keep it short: READ, WRITE and ALTER_CONFIGS imply
+DESCRIBE (and ALTER_CONFIGS implies DESCRIBE_CONFIGS), so they are not listed twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.checkpoints import checkpoints_topic
+from mirror_sink.core.offset_syncs import offset_syncs_topic
+
+Cluster = Literal["source", "target"]
+Operation = Literal["READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER"]
+ResourceType = Literal["TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER"]
+Pattern = Literal["LITERAL", "PREFIXED"]
+
+
+@dataclass(frozen=True)
+class RequiredAcl:
+    """One ALLOW ACL for the connector's principal; ``required`` ones fail the task when missing."""
+
+    cluster: Cluster
+    operation: Operation
+    resource_type: ResourceType
+    resource_name: str
+    pattern: Pattern
+    why: str
+    #: False: a feature degrades (and says so in the log) instead of the task failing.
+    required: bool = True
+
+    def kafka_acls_args(self, principal: str) -> str:
+        """The ``kafka-acls.sh`` arguments that grant it."""
+        resource = {
+            "TOPIC": f"--topic '{self.resource_name}'",
+            "GROUP": f"--group '{self.resource_name}'",
+            "TRANSACTIONAL_ID": f"--transactional-id '{self.resource_name}'",
+            "CLUSTER": "--cluster",
+        }[self.resource_type]
+        pattern = " --resource-pattern-type prefixed" if self.pattern == "PREFIXED" else ""
+        operation = "".join(w.capitalize() for w in self.operation.split("_"))
+        return f"--add --allow-principal {principal} --operation {operation} {resource}{pattern}"
+
+
+def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> list[RequiredAcl]:
+    """What ``config`` needs to mirror ``source_topics``, source cluster first."""
+    policy = config.replication_policy()
+    acls = [
+        RequiredAcl("source", "READ", "TOPIC", t, "LITERAL", "fetch the records (and describe the topic)")
+        for t in source_topics
+    ]
+    if config.sync_topic_configs_enabled:
+        acls += [
+            RequiredAcl("source", "DESCRIBE_CONFIGS", "TOPIC", t, "LITERAL", "copy topic configs to the target")
+            for t in source_topics
+        ]
+    if config.source_group_commit_interval_ms > 0:
+        acls.append(
+            RequiredAcl(
+                "source", "READ", "GROUP", config.source_group_id, "LITERAL",
+                "informational position commits for lag tools (source.group.commit.interval.ms)", required=False,
+            )
+        )  # fmt: skip
+    if config.emit_checkpoints:
+        acls.append(
+            RequiredAcl(
+                "source", "DESCRIBE", "GROUP", "*", "LITERAL",
+                "read consumer groups' offsets for checkpoints (narrow it to the 'groups' you mirror)",
+                required=False,
+            )
+        )  # fmt: skip
+    for t in source_topics:
+        target = policy.format_remote_topic(config.source_alias, t)
+        acls += [
+            RequiredAcl("target", "WRITE", "TOPIC", target, "LITERAL", "produce the mirrored records"),
+            RequiredAcl("target", "CREATE", "TOPIC", target, "LITERAL", "create the target topic"),
+            # The shadow group stores source offsets under the target partition: committing them
+            # (TxnOffsetCommit) and reading them back need READ on that topic.
+            RequiredAcl("target", "READ", "TOPIC", target, "LITERAL", "store the source offsets in the shadow group"),
+        ]
+        if config.sync_topic_configs_enabled:
+            acls.append(
+                RequiredAcl("target", "ALTER_CONFIGS", "TOPIC", target, "LITERAL", "keep topic configs in sync")
+            )
+    shadow_why = "the shadow group: task ownership and the committed source offsets"
+    txn_why = "the tasks' transactional.ids ({connector}-{worker id}-{task})"
+    acls += [
+        RequiredAcl("target", "READ", "GROUP", config.shadow_group_id, "LITERAL", shadow_why),
+        RequiredAcl("target", "WRITE", "TRANSACTIONAL_ID", f"{config.name}-", "PREFIXED", txn_why),
+    ]
+    if config.offset_syncs_partition is not None:
+        syncs = offset_syncs_topic(config.source_alias)
+        acls += [
+            RequiredAcl("target", "CREATE", "TOPIC", syncs, "LITERAL", "create the offset-syncs topic"),
+            RequiredAcl("target", "WRITE", "TOPIC", syncs, "LITERAL", "write offset syncs in each transaction"),
+        ]
+        if config.emit_checkpoints:
+            acls.append(RequiredAcl("target", "READ", "TOPIC", syncs, "LITERAL", "translate offsets for checkpoints"))
+    if config.emit_checkpoints:
+        cps = checkpoints_topic(config.source_alias)
+        acls += [
+            RequiredAcl("target", "CREATE", "TOPIC", cps, "LITERAL", "create the checkpoints topic"),
+            RequiredAcl("target", "WRITE", "TOPIC", cps, "LITERAL", "write checkpoints"),
+        ]
+    return acls

@@ -1,0 +1,98 @@
+"""Helpers for tests against the secured pair: ACL grants, and connector configs with client security."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.required_acls import RequiredAcl, required_acls
+from devkafka.cluster import LocalKafkaCluster
+from devkafka.pair import DevClusters
+from devkafka.security import MIRROR_USER
+from tests.integration.harness import FAST_SETTINGS
+
+PRINCIPAL = f"User:{MIRROR_USER}"
+
+
+def _binding(acl: RequiredAcl, principal: str) -> AclBinding:
+    return AclBinding(
+        ResourceType[acl.resource_type],
+        "kafka-cluster" if acl.resource_type == "CLUSTER" else acl.resource_name,
+        ResourcePatternType[acl.pattern],
+        principal,
+        "*",
+        AclOperation[acl.operation],
+        AclPermissionType.ALLOW,
+    )
+
+
+def _filter(acl: RequiredAcl, principal: str) -> AclBindingFilter:
+    b = _binding(acl, principal)
+    return AclBindingFilter(
+        b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
+    )
+
+
+def _admin(cluster: LocalKafkaCluster) -> AdminClient:
+    return AdminClient(cluster.client_config)
+
+
+def grant(pair: DevClusters, acls: Iterable[RequiredAcl], principal: str = PRINCIPAL) -> None:
+    """Create ``acls`` for ``principal`` on the cluster each names (as the super user)."""
+    for name, cluster in pair.clusters.items():
+        bindings = [_binding(a, principal) for a in acls if a.cluster == name]
+        if bindings:
+            admin = _admin(cluster)  # held until the futures complete: destroying it fails them
+            for future in admin.create_acls(bindings, request_timeout=30).values():
+                future.result()
+
+
+def revoke(pair: DevClusters, acls: Iterable[RequiredAcl], principal: str = PRINCIPAL) -> None:
+    """Delete ``acls`` of ``principal``."""
+    for name, cluster in pair.clusters.items():
+        filters = [_filter(a, principal) for a in acls if a.cluster == name]
+        if filters:
+            admin = _admin(cluster)
+            for future in admin.delete_acls(filters, request_timeout=30).values():
+                future.result()
+
+
+def client_settings(cluster: LocalKafkaCluster, prefix: str, how: str = "sasl", **extra: str) -> dict[str, str]:
+    """``{prefix}.cluster.*`` connector keys for the ``mirror`` principal: SCRAM over TLS, or mTLS."""
+    assert cluster.security is not None
+    conf: dict[str, Any] = (
+        cluster.security.sasl_ssl(cluster.bootstrap_servers, MIRROR_USER)
+        if how == "sasl"
+        else cluster.security.mtls(cluster.listener("MTLS"), MIRROR_USER)
+    )
+    conf |= extra
+    return {f"{prefix}.cluster.{k}": str(v) for k, v in conf.items()}
+
+
+def secured_config(name: str, pair: DevClusters, topics: str, how: str = "sasl", **overrides: str) -> dict[str, str]:
+    """A connector config over the secured pair as the ``mirror`` principal."""
+    return {
+        "name": name,
+        "connector.class": "MirrorSinkConnector",
+        "topics": topics,
+        **FAST_SETTINGS,
+        **client_settings(pair.source, "source", how),
+        **client_settings(pair.target, "target", how),
+        **{k.replace("__", "."): v for k, v in overrides.items()},
+    }
+
+
+def acls_for(config: dict[str, str], topics: list[str]) -> list[RequiredAcl]:
+    """The ACL table for ``config``."""
+    return required_acls(MirrorSinkConfig.parse(config), topics)
