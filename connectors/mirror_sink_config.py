@@ -95,6 +95,9 @@ class MirrorSinkConfig(BaseModel):
     refresh_topics_enabled: bool = Field(True, alias="refresh.topics.enabled")
     refresh_topics_interval_ms: int = Field(600_000, alias="refresh.topics.interval.ms", ge=100)
     sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")
+    # MM2's MirrorSourceConfig defaults: on, every 10 minutes.
+    sync_topic_acls_enabled: bool = Field(True, alias="sync.topic.acls.enabled")
+    sync_topic_acls_interval_s: float = Field(600.0, alias="sync.topic.acls.interval.seconds", gt=0)
     replication_factor: int = Field(-1, alias="replication.factor", ge=-1)
     runtime: Literal["worker", "spark"] = Field("worker", alias="runtime")
     mirror_mode: MirrorMode = Field(MirrorMode.AUTO, alias="mirror.mode")
@@ -300,6 +303,10 @@ KEY_DOCS: dict[str, str] = {
     "refresh.topics.enabled": "Look for new topics and partitions periodically.",
     "refresh.topics.interval.ms": "How often to look for new topics and partitions.",
     "sync.topic.configs.enabled": "Keep copied topic configs in step with the source.",
+    "sync.topic.acls.enabled": "Copy the ACLs of the mirrored source topics to their target topics, as MM2 "
+    "does: literal topic ACLs only, ALLOW WRITE left out, ALLOW ALL downgraded to READ; never deletes any. "
+    "Off by itself (one INFO line) where a cluster has no authorizer.",
+    "sync.topic.acls.interval.seconds": "How often topic ACLs are synced (default 600, MM2's).",
     "replication.factor": "Replication factor of created target topics (-1: the broker default).",
     "mirror.mode": "raw: forward source record batches byte for byte (KIP-712); record: re-produce each record; "
     "auto (default): raw unless the clusters or client settings do not allow it.",

@@ -75,6 +75,13 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
                 required=False,
             )
         )  # fmt: skip
+    if config.sync_topic_acls_enabled:
+        acls.append(
+            RequiredAcl(
+                "source", "DESCRIBE", "CLUSTER", "kafka-cluster", "LITERAL",
+                "list the source topics' ACLs to copy them (sync.topic.acls.enabled)", required=False,
+            )
+        )  # fmt: skip
     for t in source_topics:
         target = policy.format_remote_topic(config.source_alias, t)
         acls += [
@@ -108,4 +115,11 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             RequiredAcl("target", "CREATE", "TOPIC", cps, "LITERAL", "create the checkpoints topic"),
             RequiredAcl("target", "WRITE", "TOPIC", cps, "LITERAL", "write checkpoints"),
         ]
+    if config.sync_topic_acls_enabled:
+        acls.append(
+            RequiredAcl(
+                "target", "ALTER", "CLUSTER", "kafka-cluster", "LITERAL",
+                "create the mirrored topics' ACLs (sync.topic.acls.enabled)", required=False,
+            )
+        )  # fmt: skip
     return acls

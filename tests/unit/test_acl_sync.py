@@ -1,0 +1,279 @@
+"""Topic ACL sync without a broker: MM2's mapping (MirrorSourceConnector.syncTopicAcls), and how the
+sync reacts to clusters without an authorizer or without the rights it needs."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+from connectors.acl_sync import ANY_TOPIC_ACL, TopicAclSync, principal_of, target_acl_bindings
+from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.required_acls import RequiredAcl, required_acls
+
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+Op = AclOperation
+
+
+def _config(**overrides: str) -> MirrorSinkConfig:
+    return MirrorSinkConfig.parse(
+        {
+            "name": "m",
+            "source.cluster.bootstrap.servers": "s:9092",
+            "target.cluster.bootstrap.servers": "t:9092",
+            **{k.replace("__", "."): v for k, v in overrides.items()},
+        }
+    )
+
+
+def acl(
+    topic: str,
+    principal: str,
+    operation: AclOperation,
+    permission: AclPermissionType = ALLOW,
+    pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+    restype: ResourceType = ResourceType.TOPIC,
+) -> AclBinding:
+    return AclBinding(restype, topic, pattern, principal, "*", operation, permission)
+
+
+def test_write_dropped_all_downgraded_to_read_and_renamed() -> None:
+    source = [
+        acl("orders", "User:alice", Op.READ),
+        acl("orders", "User:bob", Op.WRITE),
+        acl("orders", "User:carol", Op.ALL),
+        acl("orders", "User:dave", Op.DESCRIBE),
+    ]
+    assert target_acl_bindings(source, _config()) == sorted(
+        [
+            acl("source.orders", "User:alice", Op.READ),
+            acl("source.orders", "User:carol", Op.READ),
+            acl("source.orders", "User:dave", Op.DESCRIBE),
+        ]
+    )
+
+
+def test_deny_bindings_are_kept_unchanged_as_mm2_does() -> None:
+    # MM2's shouldReplicateAcl drops only ALLOW WRITE and targetAclBinding downgrades only ALLOW ALL:
+    # a DENY (even DENY WRITE or DENY ALL) reaches the target as it is, so it keeps narrowing an ALLOW.
+    source = [
+        acl("orders", "User:mallory", Op.READ, DENY),
+        acl("orders", "User:mallory", Op.WRITE, DENY),
+        acl("orders", "User:mallory", Op.ALL, DENY),
+    ]
+    assert target_acl_bindings(source, _config()) == sorted(
+        [
+            acl("source.orders", "User:mallory", Op.READ, DENY),
+            acl("source.orders", "User:mallory", Op.WRITE, DENY),
+            acl("source.orders", "User:mallory", Op.ALL, DENY),
+        ]
+    )
+
+
+def test_topics_this_connector_does_not_mirror_are_dropped() -> None:
+    config = _config(topics="orders.*", topics__exclude="orders-tmp")
+    source = [
+        acl("orders", "User:a", Op.READ),
+        acl("orders-tmp", "User:a", Op.READ),  # excluded
+        acl("payments", "User:a", Op.READ),  # not included
+        acl("__consumer_offsets", "User:a", Op.READ),  # internal: never mirrored
+    ]
+    assert target_acl_bindings(source, config) == [acl("source.orders", "User:a", Op.READ)]
+
+
+def test_cycles_are_dropped() -> None:
+    # target.orders came from the target: it is not mirrored back, nor are its ACLs.
+    source = [acl("target.orders", "User:a", Op.READ), acl("other.orders", "User:a", Op.READ)]
+    assert target_acl_bindings(source, _config()) == [acl("source.other.orders", "User:a", Op.READ)]
+
+
+def test_prefixed_patterns_are_dropped() -> None:
+    source = [acl("orders", "User:a", Op.READ, pattern=ResourcePatternType.PREFIXED)]
+    assert target_acl_bindings(source, _config()) == []
+
+
+def test_the_wildcard_is_a_literal_name_to_mm2() -> None:
+    # Kafka's wildcard is LITERAL '*'. MM2 runs it through the topic filter like a name: the default
+    # topics=.* lets it through and the policy renames it, as for any topic.
+    wildcard = [acl("*", "User:a", Op.ALL)]
+    assert target_acl_bindings(wildcard, _config()) == [acl("source.*", "User:a", Op.READ)]
+    identity = _config(replication__policy__class="IdentityReplicationPolicy")
+    assert target_acl_bindings(wildcard, identity) == [acl("*", "User:a", Op.READ)]
+    # A filter of plain names does not match '*': nothing is synced.
+    assert target_acl_bindings(wildcard, _config(topics="orders")) == []
+
+
+def test_renamed_by_the_replication_policy() -> None:
+    source = [acl("orders", "User:a", Op.READ)]
+    custom = _config(source__cluster__alias="east", replication__policy__separator="_")
+    assert target_acl_bindings(source, custom) == [acl("east_orders", "User:a", Op.READ)]
+    identity = _config(replication__policy__class="org.apache.kafka.connect.mirror.IdentityReplicationPolicy")
+    assert target_acl_bindings(source, identity) == [acl("orders", "User:a", Op.READ)]
+
+
+def test_principal_and_host_kept_and_duplicates_merged() -> None:
+    source = [
+        AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:a", "10.0.0.1", Op.ALL, ALLOW),
+        AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:a", "10.0.0.1", Op.READ, ALLOW),
+    ]
+    assert target_acl_bindings(source, _config()) == [
+        AclBinding(ResourceType.TOPIC, "source.t", ResourcePatternType.LITERAL, "User:a", "10.0.0.1", Op.READ, ALLOW)
+    ]
+
+
+def test_non_topic_bindings_are_ignored() -> None:
+    assert target_acl_bindings([acl("g", "User:a", Op.READ, restype=ResourceType.GROUP)], _config()) == []
+
+
+def test_principal_of_client_settings() -> None:
+    sasl = {"security.protocol": "SASL_SSL", "sasl.username": "mirror"}
+    assert principal_of(sasl) == "User:mirror"
+    mtls = {"security.protocol": "SSL", "ssl.certificate.location": "/c.pem"}
+    assert principal_of(mtls) == "the certificate's principal"
+    assert principal_of({}) == "User:ANONYMOUS"
+
+
+def test_keys_default_to_mm2s() -> None:
+    config = _config()
+    assert config.sync_topic_acls_enabled is True
+    assert config.sync_topic_acls_interval_s == 600
+    assert _config(sync__topic__acls__interval__seconds="2").sync_topic_acls_interval_s == 2
+
+
+def test_required_acls_lists_the_two_optional_cluster_acls() -> None:
+    wanted = [
+        RequiredAcl("source", "DESCRIBE", "CLUSTER", "kafka-cluster", "LITERAL", "", required=False),
+        RequiredAcl("target", "ALTER", "CLUSTER", "kafka-cluster", "LITERAL", "", required=False),
+    ]
+
+    def cluster_acls(config: MirrorSinkConfig) -> list[tuple[str, str, bool]]:
+        return [
+            (a.cluster, a.operation, a.required) for a in required_acls(config, ["t"]) if a.resource_type == "CLUSTER"
+        ]
+
+    assert cluster_acls(_config()) == [(a.cluster, a.operation, a.required) for a in wanted]
+    assert cluster_acls(_config(sync__topic__acls__enabled="false")) == []
+    # Only optional ones: the least-privilege table of what must be granted stays as it was.
+    disabled = [a for a in required_acls(_config(sync__topic__acls__enabled="false"), ["t"]) if a.required]
+    assert [a for a in required_acls(_config(), ["t"]) if a.required] == disabled
+
+
+# -- the sync's reaction to refusals (fake admin clients: only what TopicAclSync calls) ------------
+
+
+def _done(result: Any = None, error: int | None = None) -> Future[Any]:
+    future: Future[Any] = Future()
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(KafkaException(KafkaError(error)))
+    return future
+
+
+class FakeAdmin:
+    def __init__(self, describe: list[AclBinding] | int | None = None, create_error: int | None = None) -> None:
+        self.describe = describe if describe is not None else []
+        self.create_error = create_error
+        self.created: list[AclBinding] = []
+        self.calls = 0
+
+    def describe_acls(self, acl_filter: object, **_: Any) -> Future[Any]:
+        assert acl_filter == ANY_TOPIC_ACL
+        self.calls += 1
+        if isinstance(self.describe, int):
+            return _done(error=self.describe)
+        return _done(list(self.describe))
+
+    def create_acls(self, bindings: list[AclBinding], **_: Any) -> dict[AclBinding, Future[Any]]:
+        self.calls += 1
+        if self.create_error is None:
+            self.created += bindings
+        return {b: _done(error=self.create_error) for b in bindings}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _sync(source: FakeAdmin, target: FakeAdmin, clock: Clock, **overrides: str) -> TopicAclSync:
+    config = _config(
+        source__cluster__security__protocol="SASL_SSL",
+        source__cluster__sasl__username="mirror",
+        target__cluster__security__protocol="SASL_SSL",
+        **overrides,
+    )
+    log = logging.getLogger("test_acl_sync")
+    return TopicAclSync(config, source, target, log, clock=clock)  # type: ignore[arg-type]
+
+
+def test_syncs_on_start_then_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    source = FakeAdmin([acl("t", "User:a", Op.ALL), acl("t", "User:b", Op.WRITE)])
+    target, clock = FakeAdmin(), Clock()
+    sync = _sync(source, target, clock, sync__topic__acls__interval__seconds="60")
+    sync.maybe_sync()
+    assert target.created == [acl("source.t", "User:a", Op.READ)]
+    sync.maybe_sync()
+    assert source.calls == 1, "not due yet"
+    clock.now += 60
+    sync.maybe_sync()
+    assert source.calls == 2
+    # The count is logged when it changes, not at every sync.
+    assert sum("1 ACL bindings of mirrored topics" in r.message for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize("cluster", ["source", "target"])
+def test_no_authorizer_turns_the_sync_off_with_one_info_line(caplog: pytest.LogCaptureFixture, cluster: str) -> None:
+    caplog.set_level(logging.DEBUG)
+    disabled = KafkaError.SECURITY_DISABLED
+    source = FakeAdmin(disabled if cluster == "source" else [acl("t", "User:a", Op.READ)])
+    target, clock = FakeAdmin(create_error=disabled if cluster == "target" else None), Clock()
+    sync = _sync(source, target, clock, sync__topic__acls__interval__seconds="1")
+    for _ in range(3):
+        sync.maybe_sync()
+        clock.now += 5
+    assert sync.off
+    assert source.calls == 1, "stops trying"
+    lines = [r for r in caplog.records if "topic ACL sync" in r.message]
+    assert [r.levelno for r in lines] == [logging.INFO]
+    assert f"the {cluster} cluster has no authorizer" in lines[0].message
+
+
+@pytest.mark.parametrize(
+    ("cluster", "request_", "operation"), [("source", "DescribeAcls", "DESCRIBE"), ("target", "CreateAcls", "ALTER")]
+)
+def test_missing_right_is_one_warning_and_retried_each_interval(
+    caplog: pytest.LogCaptureFixture, cluster: str, request_: str, operation: str
+) -> None:
+    caplog.set_level(logging.INFO)
+    denied = KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    source = FakeAdmin(denied if cluster == "source" else [acl("t", "User:a", Op.READ)])
+    target, clock = FakeAdmin(create_error=denied if cluster == "target" else None), Clock()
+    sync = _sync(
+        source, target, clock, sync__topic__acls__interval__seconds="10", target__cluster__sasl__username="tgt"
+    )
+    for _ in range(3):
+        sync.maybe_sync()
+        clock.now += 10
+    assert source.calls == 3, "retried at each interval"
+    assert not sync.off
+    warnings = [r.message for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    principal = "User:mirror" if cluster == "source" else "User:tgt"
+    for part in (request_, f"{cluster} cluster", principal, f"{operation} on CLUSTER 'kafka-cluster'"):
+        assert part in warnings[0], (part, warnings[0])
+    assert "FAILED" not in caplog.text, "a skipped ACL sync must not read like a failed task"
+
+
+def test_disabled_never_calls_the_clusters() -> None:
+    source, target = FakeAdmin(), FakeAdmin()
+    _sync(source, target, Clock(), sync__topic__acls__enabled="false").maybe_sync()
+    assert source.calls == target.calls == 0
