@@ -6,6 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from connectors.acl_sync import TopicAclSync
 from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
 from mirror_sink.core import clients
@@ -18,7 +19,8 @@ class MirrorSinkConnector:
     """The connector half of KIP-656's design: one per connector, whatever the number of tasks.
 
     Tasks are subscription-based (the shadow group assigns partitions), so every task gets the same
-    topic mappings; ``refresh`` finds new source topics and partitions and provisions them.
+    topic mappings; ``refresh`` finds new source topics and partitions and provisions them, and
+    ``sync_topic_acls`` copies the mirrored topics' ACLs on their own interval (MM2's topic ACL sync).
     """
 
     def __init__(self, props: Mapping[str, Any]) -> None:
@@ -26,17 +28,18 @@ class MirrorSinkConnector:
         self.log = context_logger(__name__, self.config.name, connector=self.config.name)
         self.mappings: dict[str, TopicMapping] = {}
         self._provisioner: TopicProvisioner | None = None
+        self._acl_sync: TopicAclSync | None = None
 
     def start(self) -> dict[str, TopicMapping]:
         """Connect to both clusters and provision the target topics; returns the mappings."""
         cfg = self.config
-        self._provisioner = TopicProvisioner(
-            cfg,
-            clients.admin(cfg.source_admin(), client_id=f"{cfg.name}-connector-source"),
-            clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-connector-target"),
-        )
+        source_admin = clients.admin(cfg.source_admin(), client_id=f"{cfg.name}-connector-source")
+        target_admin = clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-connector-target")
+        self._provisioner = TopicProvisioner(cfg, source_admin, target_admin)
+        self._acl_sync = TopicAclSync(cfg, source_admin, target_admin, self.log)
         self._provisioner.create_internal_topics()
         self.mappings = self._provisioner.reconcile()
+        self._acl_sync.maybe_sync()  # after the target topics exist, as MM2 orders it
         self.log.info(
             "mirroring %d topics from %s to %s: %s",
             len(self.mappings),
@@ -57,3 +60,9 @@ class MirrorSinkConnector:
         self.log.info("topic mappings changed (new target topics: %s)", ", ".join(added) or "none")
         self.mappings = mappings
         return True
+
+    def sync_topic_acls(self) -> None:
+        """Copy the mirrored topics' ACLs to the target when ``sync.topic.acls.interval.seconds`` has
+        passed since the last sync (a no-op before ``start``, when disabled, or when not due); never raises."""
+        if self._acl_sync is not None:
+            self._acl_sync.maybe_sync()

@@ -194,9 +194,12 @@ class ConnectorRuntime:
 
     # -- periodic work -------------------------------------------------------------------------
     def tick(self) -> None:
-        """Refresh topics when due (new topics, new partitions) and tell the tasks."""
+        """Refresh topics when due (new topics, new partitions) and tell the tasks; sync topic ACLs when due."""
         cfg = self.connector.config
-        if self.state.state is not ConnectorState.RUNNING or not cfg.refresh_topics_enabled:
+        if self.state.state is not ConnectorState.RUNNING:
+            return
+        self.connector.sync_topic_acls()  # on its own interval, whether or not topics are refreshed
+        if not cfg.refresh_topics_enabled:
             return
         if time.monotonic() < self._next_refresh:
             return
