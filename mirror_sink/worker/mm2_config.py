@@ -52,8 +52,6 @@ _MM2_ONLY_KEYS = frozenset(
         "offset.lag.max",
         "sync.group.offsets.enabled",
         "sync.group.offsets.interval.seconds",
-        "sync.topic.acls.enabled",
-        "sync.topic.acls.interval.seconds",
         "refresh.groups.enabled",
         "refresh.groups.interval.seconds",
         "groups",

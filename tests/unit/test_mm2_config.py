@@ -406,7 +406,6 @@ MM2_ONLY = [
     "emit.checkpoints.interval.seconds",
     "sync.group.offsets.enabled",
     "sync.group.offsets.interval.seconds",
-    "sync.topic.acls.enabled",
     "refresh.groups.enabled",
     "refresh.groups.interval.seconds",
     "groups",
@@ -453,6 +452,9 @@ def test_other_connector_keys_pass_through() -> None:
         "replication.policy.class": "IdentityReplicationPolicy",
         "transaction.producer": "false",
         "A->B.topics.exclude": "tmp.*",
+        # The sink connector syncs topic ACLs itself, so an mm2.properties that turns it off is obeyed.
+        "sync.topic.acls.enabled": "false",
+        "A->B.sync.topic.acls.interval.seconds": "60",
     }
     config = _only(props)
     for key, value in props.items():
