@@ -17,6 +17,12 @@ The rules are ``MirrorSourceConnector.syncTopicAcls`` (Kafka's connect/mirror mo
 
 Failures never fail the connector or a task, as in MM2: a cluster without an authorizer switches the
 sync off (one INFO line), a missing right is one WARNING naming it and is retried at the next interval.
+
+librdkafka (2.16) drops DescribeAcls' top-level error: a denied request (CLUSTER_AUTHORIZATION_FAILED)
+and a broker without an authorizer (SECURITY_DISABLED) both come back as an empty list. An empty answer
+is therefore checked (``_why_empty``): DescribeCluster's authorized operations tell a principal without
+DESCRIBE on the cluster, and the broker's ``authorizer.class.name`` tells a cluster without authorizer.
+CreateAcls reports both errors per binding, as the protocol does.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
@@ -55,6 +62,11 @@ ANY_TOPIC_ACL = AclBindingFilter(
 )
 
 Cluster = Literal["source", "target"]
+#: Why DescribeAcls came back empty: the principal may not list ACLs, the cluster has no authorizer,
+#: or there really are no topic ACLs.
+Emptiness = Literal["denied", "no-authorizer", "none"]
+#: Cluster operations that include DESCRIBE (Kafka's implication rules).
+_DESCRIBING = (AclOperation.DESCRIBE, AclOperation.ALTER, AclOperation.ALL)
 
 
 def should_replicate_acl(binding: AclBinding) -> bool:
@@ -160,9 +172,17 @@ class TopicAclSync:
         try:
             source = listed.result(self.timeout_s)
         except KafkaException as exc:
-            if self._refused(exc, "source", "DescribeAcls", "DESCRIBE"):
+            if self._refused(_error(exc), "source", "DescribeAcls", "DESCRIBE"):
                 return
             raise
+        if not source:
+            why = self._why_empty()
+            if why != "none":
+                code = (
+                    KafkaError.SECURITY_DISABLED if why == "no-authorizer" else KafkaError.CLUSTER_AUTHORIZATION_FAILED
+                )
+                self._refused(KafkaError(code), "source", "DescribeAcls", "DESCRIBE")
+                return
         bindings = target_acl_bindings(source, self.config)
         created = 0
         if bindings:
@@ -172,7 +192,7 @@ class TopicAclSync:
                     future.result(self.timeout_s)
                     created += 1
                 except KafkaException as exc:
-                    if self._refused(exc, "target", "CreateAcls", "ALTER"):
+                    if self._refused(_error(exc), "target", "CreateAcls", "ALTER"):
                         return  # the same answer for every binding of the request
                     self.log.warning("could not sync ACL %s of target topic %s: %s", binding, binding.name, exc)
         self._warned = None
@@ -186,9 +206,25 @@ class TopicAclSync:
             )
             self.synced = created
 
-    def _refused(self, exc: KafkaException, cluster: Cluster, request: str, operation: str) -> bool:
+    def _why_empty(self) -> Emptiness:
+        """Why the source listed no topic ACLs (see the module docstring: librdkafka hides the reason)."""
+        cluster = self.source_admin.describe_cluster(include_authorized_operations=True, request_timeout=self.timeout_s)
+        described = cluster.result(self.timeout_s)
+        allowed = described.authorized_operations or []
+        if not any(op in allowed for op in _DESCRIBING):
+            return "denied"  # DescribeAcls needs DESCRIBE on the cluster; Kafka reports no operations then
+        if not described.nodes:
+            return "none"
+        broker = ConfigResource(ConfigResource.Type.BROKER, str(described.nodes[0].id))
+        try:
+            configs = self.source_admin.describe_configs([broker], request_timeout=self.timeout_s)[broker]
+            entry = configs.result(self.timeout_s).get("authorizer.class.name")
+        except KafkaException:
+            return "none"  # not allowed to read broker configs: access control is on, so an authorizer is
+        return "none" if entry is not None and entry.value else "no-authorizer"
+
+    def _refused(self, err: KafkaError | None, cluster: Cluster, request: str, operation: str) -> bool:
         """Handle the two answers that are about the cluster, not the request; True when handled."""
-        err = _error(exc)
         if err is None:
             return False
         if err.code() == KafkaError.SECURITY_DISABLED:

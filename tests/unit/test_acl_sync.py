@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    ConfigResource,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from connectors.acl_sync import ANY_TOPIC_ACL, TopicAclSync, principal_of, target_acl_bindings
 from connectors.mirror_sink_config import MirrorSinkConfig
@@ -175,9 +183,20 @@ def _done(result: Any = None, error: int | None = None) -> Future[Any]:
 
 
 class FakeAdmin:
-    def __init__(self, describe: list[AclBinding] | int | None = None, create_error: int | None = None) -> None:
+    """``describe``: the topic ACLs, or the error the broker answers DescribeAcls with. Like librdkafka
+    2.16, DescribeAcls then yields an empty list (``surfaces_errors`` makes it raise, as a fixed client
+    would); DescribeCluster and DescribeConfigs answer as Kafka does for that error."""
+
+    def __init__(
+        self,
+        describe: list[AclBinding] | int | None = None,
+        create_error: int | None = None,
+        *,
+        surfaces_errors: bool = False,
+    ) -> None:
         self.describe = describe if describe is not None else []
         self.create_error = create_error
+        self.surfaces_errors = surfaces_errors
         self.created: list[AclBinding] = []
         self.calls = 0
 
@@ -185,8 +204,19 @@ class FakeAdmin:
         assert acl_filter == ANY_TOPIC_ACL
         self.calls += 1
         if isinstance(self.describe, int):
-            return _done(error=self.describe)
+            return _done(error=self.describe) if self.surfaces_errors else _done([])
         return _done(list(self.describe))
+
+    def describe_cluster(self, **_: Any) -> Future[Any]:
+        denied = self.describe == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+        ops = None if denied else [Op.DESCRIBE, Op.ALTER, Op.CLUSTER_ACTION]
+        return _done(SimpleNamespace(authorized_operations=ops, nodes=[SimpleNamespace(id=1)]))
+
+    def describe_configs(self, resources: list[ConfigResource], **_: Any) -> dict[ConfigResource, Future[Any]]:
+        assert [(r.restype, r.name) for r in resources] == [(ConfigResource.Type.BROKER, "1")]
+        no_authorizer = self.describe == KafkaError.SECURITY_DISABLED
+        value = "" if no_authorizer else "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        return {resources[0]: _done({"authorizer.class.name": SimpleNamespace(value=value)})}
 
     def create_acls(self, bindings: list[AclBinding], **_: Any) -> dict[AclBinding, Future[Any]]:
         self.calls += 1
@@ -230,11 +260,17 @@ def test_syncs_on_start_then_once_per_interval(caplog: pytest.LogCaptureFixture)
     assert sum("1 ACL bindings of mirrored topics" in r.message for r in caplog.records) == 1
 
 
+SURFACES = pytest.mark.parametrize("surfaces", [False, True], ids=["librdkafka-2.16", "error-surfaced"])
+
+
+@SURFACES
 @pytest.mark.parametrize("cluster", ["source", "target"])
-def test_no_authorizer_turns_the_sync_off_with_one_info_line(caplog: pytest.LogCaptureFixture, cluster: str) -> None:
+def test_no_authorizer_turns_the_sync_off_with_one_info_line(
+    caplog: pytest.LogCaptureFixture, cluster: str, surfaces: bool
+) -> None:
     caplog.set_level(logging.DEBUG)
     disabled = KafkaError.SECURITY_DISABLED
-    source = FakeAdmin(disabled if cluster == "source" else [acl("t", "User:a", Op.READ)])
+    source = FakeAdmin(disabled if cluster == "source" else [acl("t", "User:a", Op.READ)], surfaces_errors=surfaces)
     target, clock = FakeAdmin(create_error=disabled if cluster == "target" else None), Clock()
     sync = _sync(source, target, clock, sync__topic__acls__interval__seconds="1")
     for _ in range(3):
@@ -247,15 +283,16 @@ def test_no_authorizer_turns_the_sync_off_with_one_info_line(caplog: pytest.LogC
     assert f"the {cluster} cluster has no authorizer" in lines[0].message
 
 
+@SURFACES
 @pytest.mark.parametrize(
     ("cluster", "request_", "operation"), [("source", "DescribeAcls", "DESCRIBE"), ("target", "CreateAcls", "ALTER")]
 )
 def test_missing_right_is_one_warning_and_retried_each_interval(
-    caplog: pytest.LogCaptureFixture, cluster: str, request_: str, operation: str
+    caplog: pytest.LogCaptureFixture, cluster: str, request_: str, operation: str, surfaces: bool
 ) -> None:
     caplog.set_level(logging.INFO)
     denied = KafkaError.CLUSTER_AUTHORIZATION_FAILED
-    source = FakeAdmin(denied if cluster == "source" else [acl("t", "User:a", Op.READ)])
+    source = FakeAdmin(denied if cluster == "source" else [acl("t", "User:a", Op.READ)], surfaces_errors=surfaces)
     target, clock = FakeAdmin(create_error=denied if cluster == "target" else None), Clock()
     sync = _sync(
         source, target, clock, sync__topic__acls__interval__seconds="10", target__cluster__sasl__username="tgt"
@@ -277,3 +314,16 @@ def test_disabled_never_calls_the_clusters() -> None:
     source, target = FakeAdmin(), FakeAdmin()
     _sync(source, target, Clock(), sync__topic__acls__enabled="false").maybe_sync()
     assert source.calls == target.calls == 0
+
+
+def test_no_topic_acls_at_all_is_not_mistaken_for_a_refusal(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    source, target, clock = FakeAdmin([]), FakeAdmin(), Clock()
+    sync = _sync(source, target, clock, sync__topic__acls__interval__seconds="1")
+    for _ in range(3):
+        sync.maybe_sync()
+        clock.now += 1
+    assert not sync.off
+    assert source.calls == 3
+    assert target.calls == 0, "nothing to create"
+    assert [r.levelno for r in caplog.records] == [logging.INFO], "the count once, no warning"
