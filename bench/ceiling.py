@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from devkafka.data import create_topic
+from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.committer import RawCommitter
@@ -32,21 +32,24 @@ class Ceiling:
 
 
 def target_ingest(
-    source: str,
-    target: str,
+    source: Address,
+    target: Address,
     topic: str,
     *,
     partitions: int,
     target_topic: str,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Ceiling:
-    """Produce ``topic``'s batches, fetched beforehand, to ``target_topic`` as fast as the target takes them."""
+    """Produce ``topic``'s batches, fetched beforehand, to ``target_topic`` as fast as the target takes them.
+
+    ``source`` and ``target`` are addresses, or client settings with a secured cluster's SASL/TLS keys.
+    """
     batches = {
         p: [(item.batch, item.header.record_count) for item in items if item.batch is not None and item.header]
         for p, items in read_committed_batches(source, topic, range(partitions)).items()
     }
     create_topic(target, target_topic, partitions, {"compression.type": "producer"})
-    wire = WireClient({"bootstrap.servers": target}, "target", "bench-ceiling-produce", 16 << 20)
+    wire = WireClient(client_settings(target), "target", "bench-ceiling-produce", 16 << 20)
     transactions = TransactionClient(wire, transactional_id=None, transaction_timeout_ms=60_000, group_id="unused")
     # The batches are in memory before the clock starts and are sent with no charge: the budget stays at 0.
     producer = ProducePipeline(wire, transactions, MemoryBudget(0), request_max_bytes=16 << 20)

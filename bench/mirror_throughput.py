@@ -27,7 +27,7 @@ import psutil
 from confluent_kafka import Producer
 
 from devkafka.backends import reap_with_this_process
-from devkafka.data import committed_offsets, create_topic, end_offsets
+from devkafka.data import Address, client_settings, committed_offsets, create_topic, end_offsets
 from devkafka.pair import DevClusters
 
 RESULTS = Path(__file__).parent / "results"
@@ -78,14 +78,17 @@ def json_like_values(n: int) -> list[bytes]:
 BATCH_SIZES = (64 * 1024, 256 * 1024, 1024 * 1024)
 
 
-def write_source(bootstrap: str, topic: str, records: int, codec: str) -> None:
-    """``records`` 1 KB records compressed with ``codec``, producer batches of 64 KB to 1 MB."""
+def write_source(bootstrap: Address, topic: str, records: int, codec: str) -> None:
+    """``records`` 1 KB records compressed with ``codec``, producer batches of 64 KB to 1 MB.
+
+    ``bootstrap`` is an address, or client settings with a secured cluster's SASL/TLS keys.
+    """
     create_topic(bootstrap, topic, PARTITIONS)
     values = json_like_values(4096)
     producers = [
         Producer(
             {
-                "bootstrap.servers": bootstrap,
+                **client_settings(bootstrap),
                 "compression.type": codec,
                 "linger.ms": 20,
                 "batch.size": size,
@@ -116,8 +119,8 @@ def write_source(bootstrap: str, topic: str, records: int, codec: str) -> None:
 def mirror_once(
     mode: str,
     codec: str,
-    src: str,
-    tgt: str,
+    src: Address,
+    tgt: Address,
     topic: str,
     *,
     records: int,
@@ -127,14 +130,16 @@ def mirror_once(
 ) -> Result:
     """Mirror ``topic`` with one mode in a fresh connector; measure the process.
 
-    ``on_progress(done, total)`` (in source offsets) is called every half second.
+    ``on_progress(done, total)`` (in source offsets) is called every half second. ``src`` and ``tgt``
+    are addresses, or client settings (a secured cluster's SASL/TLS keys), which the connector gets as
+    its ``source.cluster.*`` and ``target.cluster.*`` keys.
     """
     name = f"bench-{mode}-{int(time.time())}"
     config = {
         "name": name,
         "connector.class": "MirrorSinkConnector",
-        "source.cluster.bootstrap.servers": src,
-        "target.cluster.bootstrap.servers": tgt,
+        **{f"source.cluster.{k}": str(v) for k, v in client_settings(src).items()},
+        **{f"target.cluster.{k}": str(v) for k, v in client_settings(tgt).items()},
         "topics": topic,
         "replication.policy.class": "DefaultReplicationPolicy",
         "source.cluster.alias": name,  # a distinct target topic per mode

@@ -34,6 +34,8 @@ from matplotlib.ticker import ScalarFormatter
 THROUGHPUT_PNG = "benchmarks-throughput.png"
 CPU_PNG = "benchmarks-cpu.png"
 LATENCY_PNG = "benchmarks-latency.png"
+#: ``bench.tls_throughput``'s saved results, rendered as the page's last section when beside the page.
+TLS_RESULTS = "benchmarks-tls.json"
 
 MM2_EOS = "mm2-eos"
 MM2_ALO = "mm2-alo"
@@ -578,7 +580,8 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
 
     Writes ``out_dir/markdown_name`` and ``benchmarks-throughput.png``, ``benchmarks-cpu.png`` and
     ``benchmarks-latency.png`` beside it (a plot with no data says so rather than being skipped), and
-    returns the paths written, the page first.
+    returns the paths written, the page first. When ``out_dir`` holds ``benchmarks-tls.json``
+    (``bench.tls_throughput``'s saved results), the page ends with their "TLS and SASL" section.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -587,7 +590,14 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         plot_cpu(results, out_dir / CPU_PNG),
         plot_latency(results, out_dir / LATENCY_PNG),
     ]
-    page.write_text(render_markdown(results), encoding="utf-8")
+    text = render_markdown(results)
+    tls_results = out_dir / TLS_RESULTS
+    if tls_results.exists():
+        # Imported here: bench.tls_throughput imports this module's callers (bench.compare).
+        from bench.tls_throughput import tls_section
+
+        text += "\n" + "\n".join(tls_section(json.loads(tls_results.read_text(encoding="utf-8"))))
+    page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 
 
