@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from connectors.start_offsets import StartOffsetResolver
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
+from mirror_sink.core.authorization import AuthorizationFailure, principal_of
 from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 
@@ -85,6 +86,12 @@ class Ownership:
             raise error
         err = msg.error() if msg is not None else None
         if err is not None:
+            if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                cfg = self.run.config
+                raise AuthorizationFailure(
+                    "target", "READ", "GROUP", [cfg.shadow_group_id], principal_of(cfg.target_consumer()),
+                    cause="joining the shadow group",
+                )  # fmt: skip
             if err.fatal():
                 raise RecoverableTaskFailure(f"shadow group member failed: {err.str()}")
             self.log.warning("shadow group member: %s", err.str())

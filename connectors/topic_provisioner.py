@@ -8,13 +8,16 @@ topic needs at least the source's partition count before its partitions can be m
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.replication_policy import is_cycle
@@ -43,6 +46,8 @@ FORCED_TARGET_CONFIGS = {"message.timestamp.type": "CreateTime"}
 DEFAULT_TARGET_CONFIGS = {"compression.type": "producer"}
 
 _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
+#: A ``topics`` entry that can only be one topic's name (no regex beyond the dot in names).
+_LITERAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,37 @@ class TopicProvisioner:
                 out[name] = len(topic.partitions)
         return out
 
+    def _denied(
+        self, exc: KafkaException, cluster: str, operation: str, names: Iterable[str], implied_by: str | None = None
+    ) -> AuthorizationFailure | None:
+        """An ``AuthorizationFailure`` when ``exc`` is the cluster refusing ``operation`` on ``names``."""
+        err = exc.args[0] if exc.args else None
+        code = err.code() if isinstance(err, KafkaError) else -1
+        props = self.config.source_admin() if cluster == "source" else self.config.target_admin()
+        return denial(code, cluster, props, operation, names, implied_by=implied_by)
+
+    def _check_hidden(self, visible: dict[str, int]) -> None:
+        """Fail when a topic named literally in ``topics`` is hidden by a missing ACL, not just absent.
+
+        A principal without DESCRIBE on a topic does not see it in metadata listings, which would
+        otherwise look like a topic not created yet: the mirror would run and copy nothing.
+        """
+        named = [t.strip() for t in self.config.topics.split(",")]
+        hidden = [t for t in named if _LITERAL_NAME.fullmatch(t) and t not in visible and self.topic_filter.accepts(t)]
+        if not hidden:
+            return
+        for topic, future in self.source_admin.describe_topics(TopicCollection(hidden)).items():
+            try:
+                future.result(self.timeout_s)
+            except KafkaException as exc:
+                denied = self._denied(exc, "source", "DESCRIBE", [topic], implied_by="READ")
+                if denied is not None:
+                    raise denied from exc
+
     def discover(self) -> dict[str, TopicMapping]:
         """The source topics that pass the filter, keyed by target topic name."""
         source = self._list(self.source_admin, "source", self.config.source_bootstrap)
+        self._check_hidden(source)
         mappings: dict[str, TopicMapping] = {}
         for topic, partitions in sorted(source.items()):
             if not self.topic_filter.accepts(topic):
@@ -101,7 +134,10 @@ class TopicProvisioner:
         futures = self.source_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, t) for t in topics])
         out: dict[str, dict[str, str]] = {}
         for resource, future in futures.items():
-            entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+            try:
+                entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+            except KafkaException as exc:
+                raise self._denied(exc, "source", "DESCRIBE_CONFIGS", [resource.name]) or exc from exc
             out[resource.name] = {
                 k: e.value
                 for k, e in entries.items()
@@ -147,7 +183,10 @@ class TopicProvisioner:
         current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
         for m, (_, future) in zip(present, current.items(), strict=True):
             self._checked.add(m.target_topic)
-            entry = future.result(self.timeout_s).get("compression.type")
+            try:
+                entry = future.result(self.timeout_s).get("compression.type")
+            except KafkaException as exc:
+                raise self._denied(exc, "target", "DESCRIBE_CONFIGS", [m.target_topic]) or exc from exc
             have = entry.value if entry is not None else "producer"
             want = self._wanted(source, m)["compression.type"]
             if have not in ("producer", want):
@@ -192,7 +231,9 @@ class TopicProvisioner:
                 log.info("created %s %s", kind, topic)
             except KafkaException as exc:
                 if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
-                    raise TaskFailure(f"cannot create {kind} {topic!r}: {exc.args[0].str()}") from exc
+                    raise self._denied(exc, "target", "CREATE", [topic]) or TaskFailure(
+                        f"cannot create {kind} {topic!r}: {exc.args[0].str()}"
+                    ) from exc
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]
@@ -202,7 +243,9 @@ class TopicProvisioner:
                 log.info("grew target topic %s from %d partitions", topic, existing[topic])
             except KafkaException as exc:
                 if exc.args[0].code() != exc.args[0].INVALID_PARTITIONS:  # someone else grew it first
-                    raise TaskFailure(f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}") from exc
+                    raise self._denied(exc, "target", "ALTER", [topic]) or TaskFailure(
+                        f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
+                    ) from exc
 
     def _sync_configs(self, present: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         if not present:
@@ -210,7 +253,10 @@ class TopicProvisioner:
         current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
         changes = []
         for m, (_, future) in zip(present, current.items(), strict=True):
-            entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+            try:
+                entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+            except KafkaException as exc:
+                raise self._denied(exc, "target", "DESCRIBE_CONFIGS", [m.target_topic], "ALTER_CONFIGS") or exc from exc
             wanted = self._wanted(configs, m)
             ops = [
                 ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
@@ -221,5 +267,8 @@ class TopicProvisioner:
                 changes.append(ConfigResource(_TOPIC_RESOURCE, m.target_topic, incremental_configs=ops))
         if changes:
             for resource, future in self.target_admin.incremental_alter_configs(changes).items():
-                future.result(self.timeout_s)
+                try:
+                    future.result(self.timeout_s)
+                except KafkaException as exc:
+                    raise self._denied(exc, "target", "ALTER_CONFIGS", [resource.name]) or exc from exc
                 log.info("synced configs of target topic %s", resource.name)

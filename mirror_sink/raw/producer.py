@@ -219,7 +219,10 @@ class ProducePipeline:
             where = f"target partition {tp} (source offset {out.first_source_offset})"
             message = result.error_message if result is not None else None
             detail = f"{error_name(code)}: {message}" if message else error_name(code)
-            if code in FENCED:
+            denied = self.wire.denied(code, "WRITE", [tp.topic])
+            if denied is not None:
+                problems.append(denied)
+            elif code in FENCED:
                 problems.append(
                     RecoverableTaskFailure(f"producer {self._transactional_id} fenced on {where}: {detail}")
                 )

@@ -13,9 +13,11 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirror_sink.core import clients
+from mirror_sink.core.authorization import denial
 from mirror_sink.core.data_path import Committer, Copied
 from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.logs import Log
@@ -269,7 +271,17 @@ class RawPath:
         try:
             futures = self._admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
             entries = next(iter(futures.values())).result(30)
-        except Exception as exc:  # a timeout or a broker error: new clients may fare better
+        except KafkaException as exc:
+            err = exc.args[0]
+            code = err.code() if isinstance(err, KafkaError) else -1
+            denied = denial(
+                code, "target", self._admin_props, "DESCRIBE_CONFIGS", [topic], implied_by="ALTER_CONFIGS",
+                cause="reading max.message.bytes",
+            )  # fmt: skip
+            if denied is not None:
+                raise denied from exc
+            raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
+        except Exception as exc:  # a timeout: new clients may fare better
             raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
         entry = entries.get("max.message.bytes")
         return int(entry.value) if entry is not None and entry.value else _DEFAULT_TARGET_MAX_MESSAGE_BYTES

@@ -27,6 +27,7 @@ from kafka.protocol.producer import (
     TxnOffsetCommitRequest,
 )
 
+from mirror_sink.core.authorization import AUTHORIZATION_ERRORS
 from mirror_sink.core.error_codes import COORDINATOR_MOVED, FENCED, NOT_OWNER, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.partitions import TargetPartition
@@ -226,6 +227,23 @@ class TransactionClient:
             lambda r: int(r.error_code),
         )
 
+    def _denied_resource(self, api: str, response: Any, code: int) -> tuple[str, list[str]]:
+        """The operation and resources behind an authorization error of ``api``'s ``response``."""
+        resource = AUTHORIZATION_ERRORS[code]
+        if resource == "TRANSACTIONAL_ID":
+            return "WRITE", [str(self.transactional_id)]
+        if resource == "GROUP":
+            return "READ", [self.group_id]
+        if resource == "CLUSTER":
+            return "IDEMPOTENT_WRITE", []
+        if api == "AddPartitionsToTxn":  # WRITE on the topics the transaction would write
+            results = response.results_by_topic_v3_and_below
+            return "WRITE", [
+                t.name for t in results if any(x.partition_error_code == code for x in t.results_by_partition)
+            ]
+        # TxnOffsetCommit: offsets are stored under the target partitions, which needs READ on them.
+        return "READ", [t.name for t in response.topics if any(x.error_code == code for x in t.partitions)]
+
     def _txn_coordinator(self) -> NodeId:
         if self._txn_node is None:
             self._txn_node = self.wire.coordinator(str(self.transactional_id), COORDINATOR_TRANSACTION)
@@ -259,6 +277,9 @@ class TransactionClient:
             code = error_of(response)
             if code == KafkaErrorCode.NONE:
                 return response
+            if code in AUTHORIZATION_ERRORS:
+                operation, names = self._denied_resource(api, response, code)
+                raise self.wire.denied(code, operation, names) or TaskFailure(what)
             detail = f"{what} for {self.transactional_id or 'the idempotent producer'}: {error_name(code)}"
             if code in FENCED:
                 raise RecoverableTaskFailure(f"fenced: {detail}")

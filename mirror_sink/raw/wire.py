@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kafka.errors as kerr
@@ -20,6 +20,7 @@ from kafka.net.compat import KafkaNetClient
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
+from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
@@ -94,6 +95,9 @@ def client_options(props: Mapping[str, str]) -> dict[str, Any]:
 class WireClient:
     """One cluster's connections, driven by the owning task's thread."""
 
+    #: The user's client settings (for naming the principal in a denial).
+    _props: Mapping[str, str] = {}
+
     def __init__(
         self,
         props: Mapping[str, str],
@@ -104,6 +108,7 @@ class WireClient:
     ) -> None:
         self.cluster = cluster
         self.bootstrap = props["bootstrap.servers"]
+        self._props = dict(props)
         self._topics: set[str] = set()
         self._client = KafkaNetClient(
             **client_options(props),
@@ -116,6 +121,12 @@ class WireClient:
         except kerr.KafkaError as exc:
             self._client.close()
             raise RecoverableTaskFailure(f"{cluster} cluster at {self.bootstrap} is unreachable: {exc}") from exc
+
+    def denied(
+        self, code: int, operation: str, resources: Iterable[str], implied_by: str | None = None
+    ) -> AuthorizationFailure | None:
+        """The failure to raise when ``code`` says this cluster refused ``operation`` on ``resources``."""
+        return denial(code, self.cluster, self._props, operation, resources, implied_by=implied_by)
 
     def negotiate(self, request_class: Any, lowest: int, highest: int) -> int:
         """The highest version of ``request_class`` in [lowest, highest] the brokers speak."""
@@ -200,7 +211,12 @@ class WireClient:
             found = response.coordinators[0]
             if found.error_code == KafkaErrorCode.NONE:
                 return int(found.node_id)
-            failure = TaskFailure(f"{what}: {error_name(found.error_code)}")
+            # FindCoordinator needs DESCRIBE on the transactional.id or group: the WRITE and READ
+            # that the transaction and the offset commit need anyway imply it.
+            operation = "WRITE" if key_type == COORDINATOR_TRANSACTION else "READ"
+            failure = self.denied(found.error_code, operation, [key]) or TaskFailure(
+                f"{what}: {error_name(found.error_code)}"
+            )
             if found.error_code not in RETRIABLE:
                 raise failure
             raise TryAgain(str(failure), give_up=failure)

@@ -27,7 +27,7 @@ PRINCIPAL = f"User:{MIRROR_USER}"
 
 def _binding(acl: RequiredAcl, principal: str) -> AclBinding:
     return AclBinding(
-        ResourceType[acl.resource_type],
+        ResourceType.BROKER if acl.resource_type == "CLUSTER" else ResourceType[acl.resource_type],
         "kafka-cluster" if acl.resource_type == "CLUSTER" else acl.resource_name,
         ResourcePatternType[acl.pattern],
         principal,

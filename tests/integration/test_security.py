@@ -7,11 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
-from devkafka.data import create_topic
+from devkafka.data import Rec, committed_offsets, create_topic, produce, read_all
 from devkafka.pair import DevClusters
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import TransactionalLoad, assert_exact_mirror, shadow_caught_up, wait_until
+from tests.integration.harness import (
+    FAST_SETTINGS,
+    TransactionalLoad,
+    assert_exact_mirror,
+    shadow_caught_up,
+    wait_until,
+)
 from tests.integration.secured import acls_for, grant, secured_config
 
 pytestmark = pytest.mark.timeout(600)
@@ -51,3 +58,58 @@ def test_mirrors_exactly_over_tls_with_only_the_listed_acls(
     process.stop()
     assert f"starting in {expected_mode} mode" in process.log_text()
     assert "falls back" not in process.log_text()
+
+
+_REQUIRED = [
+    acl
+    for acl in acls_for(
+        {
+            "name": "n",
+            "source.cluster.bootstrap.servers": "s:9092",
+            "target.cluster.bootstrap.servers": "t:9092",
+            **FAST_SETTINGS,
+            "topics": "t",
+        },
+        ["t"],
+    )
+    if acl.required
+]
+
+
+@pytest.mark.parametrize(
+    "missing",
+    range(len(_REQUIRED)),
+    ids=[f"{a.cluster}-{a.operation}-{a.resource_type}-{a.resource_name}" for a in _REQUIRED],
+)
+def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal(
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], missing: int
+) -> None:
+    # A fresh alias makes every target-side name (topic, offset-syncs topic) new, so CREATE matters.
+    topic, name, alias = unique("acl"), unique("acl"), unique("src")
+    create_topic(secured_pair.source.client_config, topic, 2)
+    produce(secured_pair.source.client_config, topic, [Rec(b"k", b"v%d" % i, partition=i % 2) for i in range(200)])
+    # Topic ACL sync off: it would copy the mirror's own source ACLs to the target topic and so
+    # re-grant READ and DESCRIBE_CONFIGS there (tests/integration/test_acl_sync.py covers it).
+    config = secured_config(name, secured_pair, topic, source__cluster__alias=alias, sync__topic__acls__enabled="false")
+    acls = acls_for(config, [topic])
+    denied = [a for a in acls if a.required][missing]
+    grant(secured_pair, [a for a in acls if a != denied])
+    process = mirror(config).start()
+    code = process.wait(90)
+    log = process.log_text()
+    assert code == 1, log
+    failure = next(line for line in log.splitlines() if "task FAILED" in line or "connector FAILED" in line)
+    assert denied.operation in failure, failure
+    assert denied.resource_name.rstrip("-") in failure, failure
+    assert "User:mirror" in failure, failure
+    # Nothing committed on the target: no mirrored record visible, no stored source offset.
+    target_topic = f"{alias}.{topic}"
+    target = secured_pair.target.client_config
+    if target_topic in AdminClient(target).list_topics(timeout=10).topics:
+        # (an aborted transaction may leave its marker: offsets, but no record)
+        assert not any(read_all(target, target_topic).values())
+        stored = committed_offsets(target, f"connect-{name}", [(target_topic, 0), (target_topic, 1)])
+        # (0 is the start position a task may store before its first transaction; never beyond it.)
+        assert all(offset <= 0 for offset in stored.values()), stored
+    # No retry storm: the denial is final, reported once.
+    assert log.count("FAILED") <= 3, log

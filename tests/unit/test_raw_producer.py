@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,6 +13,7 @@ from confluent_kafka import TopicPartition
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.batches import parse_header
@@ -42,6 +43,12 @@ class FakeWire:
 
     def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
         return highest
+
+    def denied(
+        self, code: int, operation: str, resources: Iterable[str], implied_by: str | None = None
+    ) -> AuthorizationFailure | None:
+        props = {"security.protocol": "SASL_SSL", "sasl.username": "mirror"}
+        return denial(code, "target", props, operation, resources, implied_by=implied_by)
 
     def call(self, node: NodeId, request: Any, what: str, timeout_s: float = 30.0) -> Any:
         self.calls.append((node, what, request))
@@ -245,6 +252,12 @@ def test_one_request_per_leader_carries_the_next_batch_of_each_partition_and_ack
             (6, 47),
             RecoverableTaskFailure,
             r"^producer None fenced on target partition orders.copy-1 \(source offset 20\)",
+        ),
+        (
+            (29, 0),
+            AuthorizationFailure,
+            r"^the target cluster denied WRITE on TOPIC 'orders.copy' to User:mirror; grant it with kafka-acls.sh "
+            r"--add --allow-principal User:mirror --operation Write --topic 'orders.copy'$",
         ),
         (
             (47, 10),
