@@ -39,7 +39,9 @@ def test_a_coordinator_still_loading_is_asked_again_at_a_steady_pace(monkeypatch
 
 def test_an_error_no_retry_fixes_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     wire, asked = _wire(monkeypatch, iter([53]))  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    with pytest.raises(TaskFailure, match=r"^the target cluster denied WRITE on TRANSACTIONAL_ID 'tx-1' to User:ANONYMOUS; grant it"):
+    with pytest.raises(
+        TaskFailure, match=r"^the target cluster denied WRITE on TRANSACTIONAL_ID 'tx-1' to User:ANONYMOUS; grant it"
+    ):
         wire.coordinator("tx-1", COORDINATOR_TRANSACTION)
     assert len(asked) == 1
 
