@@ -13,6 +13,7 @@ from confluent_kafka import Consumer
 
 from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig
 from mirror_sink.core import clients
+from mirror_sink.core.authorization import ClientIdentity
 from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.data_path import Committer, DataPath
 from mirror_sink.core.logs import Log
@@ -82,7 +83,8 @@ class TaskRun:
                     raise
                 self.log.warning("mirror.mode=auto falls back to record mode: %s", exc)
         syncs = cfg.offset_syncs_partition
-        deliveries = DeliveryTracker(track_offsets=syncs is not None)
+        identity = ClientIdentity("target", cfg.target_producer(), self.transactional_id, cfg.shadow_group_id)
+        deliveries = DeliveryTracker(track_offsets=syncs is not None, identity=identity)
         producer = clients.target_producer(
             {**cfg.target_producer(), "on_delivery": deliveries},
             client_id=f"{self.slot}-producer",

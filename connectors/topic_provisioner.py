@@ -164,7 +164,9 @@ class TopicProvisioner:
         ]
         if short:
             self._grow(short, existing)
-        present = [m for m in mappings.values() if m.target_topic in existing]
+        # Topics just created count too: describing them at once proves the rights config sync
+        # needs before any task starts, rather than failing the connector minutes into mirroring.
+        present = list(mappings.values())
         if sync:
             self._sync_configs(present, configs)
         else:

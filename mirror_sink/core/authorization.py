@@ -9,9 +9,12 @@ the broker's authorizer log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import AclOperation, AdminClient
 from cryptography import x509
 
 from mirror_sink.core.errors import TaskFailure
@@ -102,3 +105,67 @@ def denial(
         cause=cause,
         implied_by=implied_by,
     )
+
+
+#: librdkafka sometimes reports a broker's refusal inside another error (a failed transactional
+#: offset commit, a fatal init): its text still names the kind of authorization that failed.
+_REFUSAL_TEXT = (
+    ("transactional id authorization failed", 53),
+    ("topic authorization failed", 29),
+    ("group authorization failed", 30),
+    ("cluster authorization failed", 31),
+)
+
+
+def refusal_code(code: int, text: str) -> int | None:
+    """The authorization error behind a client error (its code, or named in its text), else None."""
+    if code in AUTHORIZATION_ERRORS:
+        return code
+    lowered = text.lower()
+    return next((c for needle, c in _REFUSAL_TEXT if needle in lowered), None)
+
+
+@dataclass(frozen=True)
+class ClientIdentity:
+    """Who a client is on a cluster and which group and transactional.id it uses: what a refusal of
+    one of its calls can be about."""
+
+    cluster: str
+    props: Mapping[str, str]
+    transactional_id: str | None = None
+    group_id: str | None = None
+
+    def refused(self, code: int, text: str, topics: Iterable[str], topic_operation: str) -> AuthorizationFailure | None:
+        """The denial behind error ``code``/``text`` of a call on ``topics`` (``topic_operation`` on them)."""
+        found = refusal_code(code, text)
+        if found is None:
+            return None
+        operation, names = {
+            "TOPIC": (topic_operation, list(topics)),
+            "GROUP": ("READ", [self.group_id or ""]),
+            "TRANSACTIONAL_ID": ("WRITE", [self.transactional_id or ""]),
+            "CLUSTER": ("IDEMPOTENT_WRITE", []),
+        }[AUTHORIZATION_ERRORS[found]]
+        return denial(found, self.cluster, self.props, operation, names, cause=text)
+
+
+def lacking(admin: AdminClient, topics: Iterable[str], operation: str, timeout_s: float = 10.0) -> list[str]:
+    """The ``topics`` on which the admin client's principal lacks ``operation`` (KIP-430's authorized
+    operations); topics it cannot even describe count as lacking it. Errors of the check itself
+    (a timeout) report nothing: it only sharpens a failure already under way."""
+    wanted = AclOperation[operation]
+    out = []
+    try:
+        futures = admin.describe_topics(TopicCollection(sorted(set(topics))), include_authorized_operations=True)
+        for topic, future in futures.items():
+            try:
+                allowed = future.result(timeout_s).authorized_operations or []
+            except KafkaException as exc:
+                if refusal_code(exc.args[0].code(), exc.args[0].str()) is not None:
+                    out.append(topic)
+                continue
+            if wanted not in allowed and AclOperation.ALL not in allowed:
+                out.append(topic)
+    except Exception:  # the check is advisory
+        return []
+    return out

@@ -16,6 +16,8 @@ from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from mirror_sink.core import clients
+from mirror_sink.core.authorization import AuthorizationFailure, ClientIdentity, lacking, principal_of
 from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.clients import classify
 from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
@@ -50,8 +52,10 @@ class DeliveryTracker:
     acknowledged offset of a partition belongs to its n-th produced record.
     """
 
-    def __init__(self, *, track_offsets: bool = False) -> None:
+    def __init__(self, *, track_offsets: bool = False, identity: ClientIdentity | None = None) -> None:
         self.errors: dict[TargetPartition, KafkaError] = {}
+        #: Names the operation, resource and principal when the target refuses a write.
+        self.identity = identity
         self.sources: dict[tuple[str, int], list[int]] | None = {} if track_offsets else None
         self._targets: dict[tuple[str, int], list[int]] = {}
 
@@ -92,10 +96,25 @@ class DeliveryTracker:
         self._targets = {}
 
     def raise_if_fatal(self) -> None:
-        """TaskFailure naming the partition when a delivery failed for a reason retries cannot fix."""
+        """TaskFailure naming the partition when a delivery failed for a reason retries cannot fix;
+        an ``AuthorizationFailure`` when the target refused the write."""
         for (topic, partition), err in self.errors.items():
+            denied = self.identity.refused(err.code(), err.str(), [topic], "WRITE") if self.identity else None
+            if denied is not None:
+                raise denied
             if err.code() in _FATAL_DELIVERY:
                 raise TaskFailure(f"cannot write to target partition {topic}-{partition}: {err.str()}")
+        purged = {tp.topic for tp, err in self.errors.items() if err.code() == KafkaError._PURGE_QUEUE}
+        if purged and self.identity is not None:
+            # librdkafka purges a transaction's records when the broker refuses to add their
+            # partitions to it (no WRITE): the refusal itself reaches only its log, so ask the broker.
+            admin = clients.admin(self.identity.props, "mirror-sink-rights-check")
+            refused = lacking(admin, purged, "WRITE")
+            if refused:
+                raise AuthorizationFailure(
+                    "target", "WRITE", "TOPIC", refused, principal_of(self.identity.props),
+                    cause="records purged from the transaction",
+                )  # fmt: skip
 
     def take(self) -> dict[TargetPartition, KafkaError]:
         """The errors since the last call."""
@@ -103,7 +122,9 @@ class DeliveryTracker:
         return errors
 
 
-def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
+def _call(
+    what: str, fn: Callable[[], T], deadline_s: float, refused: Callable[[KafkaError], Exception | None] | None = None
+) -> T:
     """Run a producer call, retrying retriable errors until ``deadline_s`` from now.
 
     Each attempt is bounded (librdkafka can block past the timeout it was given); a fatal producer
@@ -114,7 +135,8 @@ def _call(what: str, fn: Callable[[], T], deadline_s: float) -> T:
         try:
             return call_bounded(what, fn, deadline_s + _HANG_GRACE_S)
         except KafkaException as exc:
-            raise classify(what, exc.args[0]) from exc
+            denied = refused(exc.args[0]) if refused is not None else None
+            raise (denied or classify(what, exc.args[0])) from exc
 
     try:
         return retry_call(attempt, what, deadline_s=deadline_s)
@@ -148,13 +170,22 @@ class TransactionalCommitter(_CommitterBase):
         self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float, sync_topic: str | None = None
     ) -> None:
         super().__init__(producer, deliveries, timeout_s)
+        identity = deliveries.identity
+        # Refusals of transactional.id and group calls: TOPIC refusals here are of the offset commit,
+        # stored under the target partitions, which needs READ on them.
+        self._refused: Callable[[KafkaError], Exception | None] | None = (
+            (lambda err: identity.refused(err.code(), err.str(), self._offset_topics, "READ")) if identity else None
+        )
+        self._offset_topics: list[str] = []
         if sync_topic is not None and deliveries.sources is None:
             raise ValueError("offset syncs need a DeliveryTracker that tracks offsets")
         self.sync_topic = sync_topic
 
     def start(self) -> None:
         """init_transactions: fences a previous instance of this task slot and aborts its open transaction."""
-        _call("init_transactions", lambda: self.producer.init_transactions(self.timeout_s), self.timeout_s)
+        _call(
+            "init_transactions", lambda: self.producer.init_transactions(self.timeout_s), self.timeout_s, self._refused
+        )
 
     def begin(self) -> None:
         """Open the cycle's transaction if it is not open yet."""
@@ -170,10 +201,12 @@ class TransactionalCommitter(_CommitterBase):
         self.begin()
         if self.sync_topic is not None and spans:
             self._produce_syncs(self.sync_topic, spans)
+        self._offset_topics = sorted({tp.topic for tp in offsets})
         _call(
             "send_offsets_to_transaction",
             lambda: self.producer.send_offsets_to_transaction(offsets, metadata, self.timeout_s),
             self.timeout_s,
+            self._refused,
         )
         try:
             _call("commit_transaction", lambda: self.producer.commit_transaction(self.timeout_s), self.timeout_s)
@@ -203,12 +236,16 @@ class TransactionalCommitter(_CommitterBase):
 
     def abort(self) -> None:
         """Abort the open transaction: none of its records or offsets ever become visible."""
-        if self._open:
-            _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
-            self._open = False
-        self.deliveries.forget_offsets()
-        self.deliveries.raise_if_fatal()
-        self.deliveries.take()
+        try:
+            if self._open:
+                _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
+                self._open = False
+        finally:
+            # A refused or impossible write is the cause to report, even when the abort failed too
+            # (librdkafka cannot abort after some refusals; the broker aborts on timeout).
+            self.deliveries.forget_offsets()
+            self.deliveries.raise_if_fatal()
+            self.deliveries.take()
 
 
 class AtLeastOnceCommitter(_CommitterBase):

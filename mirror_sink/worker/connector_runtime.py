@@ -13,6 +13,7 @@ from enum import StrEnum
 from connectors.mirror_sink_connector import MirrorSinkConnector
 from connectors.mirror_sink_task import MirrorSinkTask, TaskState
 from mirror_sink.core import clients
+from mirror_sink.core.authorization import AuthorizationFailure
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import MIRROR
@@ -208,6 +209,9 @@ class ConnectorRuntime:
             if self.connector.refresh():
                 for task in list(self.tasks):
                     task.update_topics(self.connector.mappings)
+        except AuthorizationFailure as exc:  # no retry grants an ACL: say what is missing, once
+            self.log.error("connector FAILED: %s", exc)
+            self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
         except Exception as exc:
             self.log.warning("topic refresh failed (will retry): %s", exc)
 

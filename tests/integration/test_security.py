@@ -76,13 +76,14 @@ _REQUIRED = [
 ]
 
 
+@pytest.mark.parametrize("mode", ["raw", "record"])
 @pytest.mark.parametrize(
     "missing",
     range(len(_REQUIRED)),
     ids=[f"{a.cluster}-{a.operation}-{a.resource_type}-{a.resource_name}" for a in _REQUIRED],
 )
 def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], missing: int
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], missing: int, mode: str
 ) -> None:
     # A fresh alias makes every target-side name (topic, offset-syncs topic) new, so CREATE matters.
     topic, name, alias = unique("acl"), unique("acl"), unique("src")
@@ -90,7 +91,9 @@ def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal
     produce(secured_pair.source.client_config, topic, [Rec(b"k", b"v%d" % i, partition=i % 2) for i in range(200)])
     # Topic ACL sync off: it would copy the mirror's own source ACLs to the target topic and so
     # re-grant READ and DESCRIBE_CONFIGS there (tests/integration/test_acl_sync.py covers it).
-    config = secured_config(name, secured_pair, topic, source__cluster__alias=alias, sync__topic__acls__enabled="false")
+    config = secured_config(
+        name, secured_pair, topic, source__cluster__alias=alias, sync__topic__acls__enabled="false", mirror__mode=mode
+    )
     acls = acls_for(config, [topic])
     denied = [a for a in acls if a.required][missing]
     grant(secured_pair, [a for a in acls if a != denied])
