@@ -11,6 +11,7 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
 from mirror_sink.core import clients
 from mirror_sink.core.logs import context_logger
+from mirror_sink.core.preflight import check_cluster
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,11 @@ class MirrorSinkConnector:
         self.mappings: dict[str, TopicMapping] = {}
         self._provisioner: TopicProvisioner | None = None
         self._acl_sync: TopicAclSync | None = None
+
+    def check_clusters(self) -> None:
+        """A refused certificate or password, said in one line, before anything touches a cluster."""
+        check_cluster("source", self.config.source_admin())
+        check_cluster("target", self.config.target_admin())
 
     def start(self) -> dict[str, TopicMapping]:
         """Connect to both clusters and provision the target topics; returns the mappings."""

@@ -17,6 +17,7 @@ from mirror_sink.core.authorization import ClientIdentity
 from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.data_path import Committer, DataPath
 from mirror_sink.core.logs import Log
+from mirror_sink.core.preflight import check_cluster
 from mirror_sink.raw.raw_path import RawPath
 from mirror_sink.raw.wire import RawUnsupported, unsupported
 from mirror_sink.record.committers import DeliveryTracker
@@ -35,6 +36,10 @@ class TaskRun:
         #: Set first thing in ``close``: group callbacks that ``close`` serves must not touch task state.
         self.closing = False
         self.transactional_id = slot if config.transaction_producer else None
+        # Credentials may have changed since the connector started (a rotated password, an expired
+        # certificate): say so in one line rather than as a client that never connects.
+        check_cluster("source", config.source_consumer())
+        check_cluster("target", config.target_producer())
         # Built whole or not at all: what opened before a failure is closed again.
         with ExitStack() as undo:
             # The source consumer reads in record mode; in raw mode it only answers offset queries

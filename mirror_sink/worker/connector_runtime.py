@@ -92,6 +92,7 @@ class ConnectorRuntime:
 
     def _reach(self, target: TargetState) -> None:
         if target is TargetState.RUNNING:
+            self.connector.check_clusters()
             self._refuse_other_runtime()
             if not self.connector.mappings and self.state.state is not ConnectorState.RUNNING:
                 self.connector.start()

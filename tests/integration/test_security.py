@@ -116,3 +116,53 @@ def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal
         assert all(offset <= 0 for offset in stored.values()), stored
     # No retry storm: the denial is final, reported once.
     assert log.count("FAILED") <= 3, log
+
+
+def _bad(pair: DevClusters, case: str) -> tuple[str, dict[str, str], str]:
+    """(which cluster, its overriding connector keys, what the one-line reason must say)."""
+    source, target = pair.source, pair.target
+    assert source.security is not None and target.security is not None
+    if case == "wrong-password":
+        return (
+            "target",
+            {"target.cluster.sasl.password": "not-the-password"},
+            "refused the credentials of user 'mirror'",
+        )
+    if case == "unknown-user":
+        return "source", {"source.cluster.sasl.username": "nobody"}, "refused the credentials of user 'nobody'"
+    if case == "untrusted-certificate":
+        ca = str(target.security.untrusted_ca_file)
+        return "target", {"target.cluster.ssl.ca.location": ca}, "unable to get local issuer certificate"
+    if case == "expired-certificate":
+        return "source", {"source.cluster.bootstrap.servers": source.listener("EXPIRED")}, "certificate has expired"
+    assert case == "wrong-host-name"
+    return (
+        "target",
+        {"target.cluster.bootstrap.servers": target.listener("WRONGHOST")},
+        "mismatch, certificate is not valid for '127.0.0.1'",
+    )
+
+
+@pytest.mark.parametrize(
+    "case", ["wrong-password", "unknown-user", "untrusted-certificate", "expired-certificate", "wrong-host-name"]
+)
+def test_bad_credentials_and_certificates_fail_at_once_with_a_one_line_reason(
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], case: str
+) -> None:
+    topic, name = unique("bad"), unique("bad")
+    create_topic(secured_pair.source.client_config, topic, 1)
+    produce(secured_pair.source.client_config, topic, [Rec(b"k", b"v%d" % i) for i in range(50)])
+    config = secured_config(name, secured_pair, topic)
+    grant(secured_pair, acls_for(config, [topic]))
+    cluster, override, reason = _bad(secured_pair, case)
+    process = mirror({**config, **override}).start()
+    assert process.wait(60) == 1, process.log_tail()
+    failed = [line for line in process.log_text().splitlines() if "FAILED: " in line]
+    assert failed, process.log_tail()
+    line = failed[0].split("FAILED: ", 1)[1]
+    assert line.startswith(f"{cluster} cluster") and reason in line, line
+    assert "password" not in line.lower() or case != "wrong-password", line
+    assert "not-the-password" not in process.log_text()
+    # Nothing was written: the connector stopped before creating the target topic.
+    target_topics = AdminClient(secured_pair.target.client_config).list_topics(timeout=10).topics
+    assert f"source.{topic}" not in target_topics

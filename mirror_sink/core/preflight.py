@@ -1,0 +1,112 @@
+"""Before mirroring: can this client reach the cluster, over TLS and SASL, as itself? One line if not.
+
+librdkafka and kafka-python report a refused certificate or password as a transport failure and
+retry for ever. An operator needs the reason: an expired certificate, a certificate for another host,
+a CA that is not trusted, a wrong password or an unknown user. This check finds it once, at start,
+and fails with it (``TaskFailure``: no retry fixes a credential); an unreachable cluster stays
+retriable (``RecoverableTaskFailure``).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError
+from confluent_kafka.admin import AdminClient
+
+from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
+
+_TLS = ("SSL", "SASL_SSL")
+# librdkafka's error text starts with the broker's name and ends with the time and state.
+_BROKER_PREFIX = re.compile(r"^\S+://\S+?/(?:bootstrap|\d+): ")
+_AFTER = re.compile(r" \(after \d+ms in state \w+\)$")
+
+
+def _addresses(bootstrap: str) -> list[tuple[str, int]]:
+    out = []
+    for item in bootstrap.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if host and port.isdigit():
+            out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def _tls_context(props: Mapping[str, str]) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=props.get("ssl.ca.location"))
+    context.check_hostname = props.get("ssl.endpoint.identification.algorithm", "https").lower() == "https"
+    if props.get("ssl.certificate.location"):
+        context.load_cert_chain(
+            props["ssl.certificate.location"], props.get("ssl.key.location"), props.get("ssl.key.password")
+        )
+    return context
+
+
+def _check_tls(cluster: str, props: Mapping[str, str], timeout_s: float) -> None:
+    """A TLS handshake with the first bootstrap server that accepts a connection."""
+    try:
+        context = _tls_context(props)
+    except (OSError, ssl.SSLError) as exc:  # unreadable CA file, certificate or key
+        raise TaskFailure(f"{cluster} cluster: cannot load the TLS settings: {exc}") from exc
+    for host, port in _addresses(props["bootstrap.servers"]):
+        try:
+            raw = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError:
+            continue  # not reachable: the clients say so, and retry
+        with raw:
+            try:
+                with context.wrap_socket(raw, server_hostname=host):
+                    return
+            except ssl.SSLCertVerificationError as exc:
+                reason = exc.verify_message or str(exc)
+                trusted = props.get("ssl.ca.location", "the system's CA store")
+                raise TaskFailure(
+                    f"{cluster} cluster: TLS handshake with {host}:{port} failed: the broker's certificate was "
+                    f"refused: {reason} (trusting {trusted})"
+                ) from exc
+            except (ssl.SSLError, OSError) as exc:
+                raise TaskFailure(f"{cluster} cluster: TLS handshake with {host}:{port} failed: {exc}") from exc
+
+
+def _one_line(err: KafkaError) -> str:
+    return _AFTER.sub("", _BROKER_PREFIX.sub("", err.str()))
+
+
+def check_cluster(cluster: str, props: Mapping[str, str], timeout_s: float = 15.0) -> None:
+    """Fail with one clear line when ``props`` cannot authenticate to ``cluster``; no-op over PLAINTEXT."""
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol == "PLAINTEXT":
+        return
+    if protocol in _TLS:
+        _check_tls(cluster, props, timeout_s)
+    errors: list[KafkaError] = []
+    # Quiet: librdkafka would log each of its reconnection attempts; the one reason is reported here.
+    settings: dict[str, Any] = {**props, "error_cb": errors.append, "log_level": 0}
+    admin = AdminClient({**settings, "client.id": f"mirror-sink-preflight-{cluster}"})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.list_topics(timeout=1.0)
+            return
+        except Exception as exc:
+            admin.poll(0.2)  # serve error_cb: the reason arrives as an error event
+            _raise_refusal(cluster, props, errors, exc)
+            if time.monotonic() > deadline:
+                detail = _one_line(errors[0]) if errors else str(exc)
+                where = props["bootstrap.servers"]
+                raise RecoverableTaskFailure(f"{cluster} cluster at {where} is unreachable: {detail}") from exc
+
+
+def _raise_refusal(cluster: str, props: Mapping[str, str], errors: list[KafkaError], exc: Exception) -> None:
+    """Raise ``TaskFailure`` when an error event says the cluster refused the credentials or TLS."""
+    for err in errors:
+        if err.code() == KafkaError._AUTHENTICATION:
+            user = props.get("sasl.username", "")
+            reason = _one_line(err)
+            raise TaskFailure(f"{cluster} cluster refused the credentials of user '{user}': {reason}") from exc
+        if err.code() == KafkaError._SSL:
+            raise TaskFailure(f"{cluster} cluster: TLS failed: {_one_line(err)}") from exc
