@@ -12,6 +12,7 @@ interval bounds how far behind a disaster failover's checkpoints can be.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import defaultdict, deque
@@ -84,6 +85,7 @@ class CheckpointEmitter:
 
     def _run(self) -> None:
         interval = self.config.emit_checkpoints_interval_s
+        last_failure = ""
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
@@ -92,8 +94,13 @@ class CheckpointEmitter:
                         self.run_once()
                 except _Stopped:
                     break
-                except Exception as exc:  # a cluster away for a while: try again next round
-                    self.log.warning("checkpoint round failed (retrying in %.0f s): %s", interval, exc)
+                except Exception as exc:  # a cluster away for a while, a missing ACL: try again next round
+                    # The same failure again (a missing ACL fails every round) is not news: once is enough.
+                    level = logging.DEBUG if str(exc) == last_failure else logging.WARNING
+                    self.log.log(level, "checkpoint round failed (retrying every %.0f s): %s", interval, exc)
+                    last_failure = str(exc)
+                else:
+                    last_failure = ""
                 self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
         finally:
             self._syncs.close()

@@ -59,8 +59,24 @@ class RawUnsupported(TaskFailure):
     """The clusters or client settings do not allow raw mode (``mirror.mode=auto`` falls back to record)."""
 
 
+_PKCS12 = "a PKCS#12 keystore: raw mode reads PEM files (ssl.certificate.location, ssl.key.location)"
+#: Why the raw path's client (Python's ssl module, kafka-python's SASL) cannot take a setting.
+_WHY_NOT = {
+    "ssl.keystore.location": _PKCS12,
+    "ssl.keystore.password": _PKCS12,
+    "ssl.certificate.pem": "an inline certificate: raw mode reads it from a file (ssl.certificate.location)",
+    "ssl.key.pem": "an inline key: raw mode reads it from a file (ssl.key.location)",
+    "ssl.ca.pem": "an inline CA: raw mode reads it from a file (ssl.ca.location)",
+    "sasl.mechanism": "raw mode authenticates with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 only",
+    "sasl.mechanisms": "raw mode authenticates with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 only",
+}
+
+
+_NOT_MAPPED = "not a setting the raw path's client takes"
+
+
 def unsupported(props: Mapping[str, str]) -> list[str]:
-    """Client settings of ``props`` the raw path cannot honour, as "key=value" (secrets left out)."""
+    """Client settings of ``props`` the raw path cannot honour, each with the reason (secrets left out)."""
     out = []
     for key, value in props.items():
         if (
@@ -68,9 +84,9 @@ def unsupported(props: Mapping[str, str]) -> list[str]:
             and key not in _PROPERTY_MAP
             and key != "ssl.endpoint.identification.algorithm"
         ):
-            out.append(key)
+            out.append(f"{key} ({_WHY_NOT.get(key, _NOT_MAPPED)})")
         elif key in ("sasl.mechanism", "sasl.mechanisms") and value.upper() not in _SASL_MECHANISMS:
-            out.append(f"{key}={value}")
+            out.append(f"{key}={value} ({_WHY_NOT[key]})")
     return sorted(out)
 
 

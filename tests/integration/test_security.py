@@ -68,6 +68,7 @@ _REQUIRED = [
             "source.cluster.bootstrap.servers": "s:9092",
             "target.cluster.bootstrap.servers": "t:9092",
             **FAST_SETTINGS,
+            "emit.checkpoints.enabled": "true",  # its topic is created at start: CREATE is required
             "topics": "t",
         },
         ["t"],
@@ -92,7 +93,13 @@ def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal
     # Topic ACL sync off: it would copy the mirror's own source ACLs to the target topic and so
     # re-grant READ and DESCRIBE_CONFIGS there (tests/integration/test_acl_sync.py covers it).
     config = secured_config(
-        name, secured_pair, topic, source__cluster__alias=alias, sync__topic__acls__enabled="false", mirror__mode=mode
+        name,
+        secured_pair,
+        topic,
+        source__cluster__alias=alias,
+        sync__topic__acls__enabled="false",
+        mirror__mode=mode,
+        emit__checkpoints__enabled="true",
     )
     acls = acls_for(config, [topic])
     denied = [a for a in acls if a.required][missing]

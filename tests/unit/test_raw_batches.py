@@ -278,9 +278,13 @@ def test_client_settings_the_raw_client_cannot_honour_are_named() -> None:
     ok = {"bootstrap.servers": "x", "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512"}
     assert unsupported(ok) == []
     assert unsupported({**ok, "sasl.mechanism": "OAUTHBEARER", "ssl.keystore.location": "/k"}) == [
-        "sasl.mechanism=OAUTHBEARER",
-        "ssl.keystore.location",
+        "sasl.mechanism=OAUTHBEARER (raw mode authenticates with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 only)",
+        "ssl.keystore.location (a PKCS#12 keystore: raw mode reads PEM files (ssl.certificate.location, "
+        "ssl.key.location))",
     ]
+    # The key names a secret's setting, never its value.
+    assert unsupported({**ok, "ssl.keystore.password": "hunter2"})[0].startswith("ssl.keystore.password (")
+    assert "hunter2" not in unsupported({**ok, "ssl.keystore.password": "hunter2"})[0]
 
 
 class _Wire:
