@@ -55,11 +55,11 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
         RequiredAcl("source", "READ", "TOPIC", t, "LITERAL", "fetch the records (and describe the topic)")
         for t in source_topics
     ]
-    if config.sync_topic_configs_enabled:
-        acls += [
-            RequiredAcl("source", "DESCRIBE_CONFIGS", "TOPIC", t, "LITERAL", "copy topic configs to the target")
-            for t in source_topics
-        ]
+    # Creating a target topic copies the source topic's configs, so this is needed with config sync off too.
+    acls += [
+        RequiredAcl("source", "DESCRIBE_CONFIGS", "TOPIC", t, "LITERAL", "copy topic configs to the target")
+        for t in source_topics
+    ]
     if config.source_group_commit_interval_ms > 0:
         acls.append(
             RequiredAcl(

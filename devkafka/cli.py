@@ -23,19 +23,39 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--hard", action="store_true", help="with 'down': SIGKILL instead of SIGTERM")
+    p.add_argument(
+        "--secured",
+        action="store_true",
+        help="a second pair with SASL_SSL (SCRAM-SHA-512), mTLS and an authorizer; prints its client settings",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one ``kafka`` action."""
-    clusters = DevClusters()
+    clusters = (
+        DevClusters(DevClusters().home.with_name("dev-kafka-secured"), secured=True) if args.secured else DevClusters()
+    )
     if args.action == "up":
         clusters.up()
     elif args.action == "down":
         clusters.down(hard=args.hard)
     print_clusters(clusters)
     print(f"data: {clusters.home}")
+    if args.secured and args.action != "down":
+        print_client_settings(clusters)
     return 0
+
+
+def print_client_settings(clusters: DevClusters) -> None:
+    """The secured pair's client settings, as connector keys: super user ``admin`` and least-privilege ``mirror``."""
+    for name, cluster in clusters.clusters.items():
+        assert cluster.security is not None
+        print(f"\n# {name}: SASL_SSL {cluster.bootstrap_servers}, mTLS {cluster.listener('MTLS')}")
+        for user in ("admin", "mirror"):
+            print(f"#   as {user}:")
+            for key, value in cluster.security.sasl_ssl(cluster.bootstrap_servers, user).items():
+                print(f"{name}.cluster.{key}={value}")
 
 
 def build_parser() -> argparse.ArgumentParser:
