@@ -5,12 +5,18 @@ fail fast with a one-line reason and write nothing."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
 
 from devkafka.data import Rec, committed_offsets, create_topic, produce, read_all
 from devkafka.pair import DevClusters
+from devkafka.security import MIRROR_USER
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
@@ -173,3 +179,50 @@ def test_bad_credentials_and_certificates_fail_at_once_with_a_one_line_reason(
     # Nothing was written: the connector stopped before creating the target topic.
     target_topics = AdminClient(secured_pair.target.client_config).list_topics(timeout=10).topics
     assert f"source.{topic}" not in target_topics
+
+
+def test_auto_falls_back_to_record_mode_only_for_what_raw_mode_cannot_take_and_says_why(
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    # mTLS from a PKCS#12 keystore: librdkafka reads it, raw mode's client (Python's ssl) does not.
+    source, target = secured_pair.source, secured_pair.target
+    assert target.security is not None
+    cert = target.security.client_certificate(MIRROR_USER)
+    keystore = tmp_path / "mirror.p12"
+    key = serialization.load_pem_private_key(cert.key.read_bytes(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)  # trustme's default key type
+    leaf = x509.load_pem_x509_certificate(cert.cert.read_bytes())
+    keystore.write_bytes(
+        pkcs12.serialize_key_and_certificates(
+            b"mirror",
+            key,
+            leaf,
+            None,
+            serialization.BestAvailableEncryption(b"keystore-pass"),
+        )
+    )
+    topic, name = unique("p12"), unique("p12")
+    _load(secured_pair, topic, 2, 300, unique("load"))
+    config = {
+        **secured_config(name, secured_pair, topic),
+        "target.cluster.bootstrap.servers": target.listener("MTLS"),
+        "target.cluster.security.protocol": "SSL",
+        "target.cluster.ssl.ca.location": str(target.security.ca_file),
+        "target.cluster.ssl.keystore.location": str(keystore),
+        "target.cluster.ssl.keystore.password": "keystore-pass",
+    }
+    for key_name in ("sasl.mechanism", "sasl.username", "sasl.password"):
+        config.pop(f"target.cluster.{key_name}")
+    grant(secured_pair, acls_for(config, [topic]))
+    process = mirror(config).start()
+    wait_until(
+        lambda: not process.alive() or shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        120,
+        "the record-mode fallback to catch up",
+    )
+    assert process.alive(), process.log_tail()
+    assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}")
+    process.stop()
+    log = process.log_text()
+    assert "mirror.mode=auto falls back to record mode" in log and "ssl.keystore.location (a PKCS#12 keystore" in log
+    assert "keystore-pass" not in log
