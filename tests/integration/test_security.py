@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 from cryptography import x509
@@ -21,6 +22,7 @@ from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
     TransactionalLoad,
+    WorkerProcess,
     assert_exact_mirror,
     shadow_caught_up,
     wait_until,
@@ -226,3 +228,32 @@ def test_auto_falls_back_to_record_mode_only_for_what_raw_mode_cannot_take_and_s
     log = process.log_text()
     assert "mirror.mode=auto falls back to record mode" in log and "ssl.keystore.location (a PKCS#12 keystore" in log
     assert "keystore-pass" not in log
+
+
+def test_a_worker_keeps_its_connector_configs_on_a_secured_cluster(
+    secured_pair: DevClusters, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    # Workers share state through Kafka, not through each other: their own clients take the
+    # worker's security settings, like Connect's worker.properties.
+    target = secured_pair.target
+    topic, name = unique("worker-configs"), unique("stored")
+    settings = target.client_config
+    properties = tmp_path / "worker.properties"
+    properties.write_text(
+        "config.storage=kafka\n"
+        f"config.storage.topic={topic}\n" + "".join(f"{key}={value}\n" for key, value in settings.items())
+    )
+    worker = WorkerProcess(tmp_path, str(properties)).start()
+    try:
+        created = httpx.post(
+            f"{worker.url}/connectors",
+            json={"name": name, "config": secured_config(name, secured_pair, "orders"), "initial_state": "STOPPED"},
+            timeout=30,
+        )
+        assert created.status_code == 201, created.text
+        stored = read_all(settings, topic)
+        assert any(name.encode() in (r.key or b"") + (r.value or b"") for rs in stored.values() for r in rs), stored
+        log = worker.log_text()
+        assert settings["sasl.password"] not in log
+    finally:
+        worker.stop()
