@@ -152,6 +152,10 @@ class TopicAclSync:
         self.synced: int | None = None
         self._warned: str | None = None
 
+    def due(self) -> bool:
+        """True when enabled and the interval has passed."""
+        return not self.off and self._clock() >= self._next_run
+
     def maybe_sync(self) -> None:
         """Sync when enabled and due; log, never raise, on failure."""
         with self._lock:

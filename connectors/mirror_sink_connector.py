@@ -67,6 +67,10 @@ class MirrorSinkConnector:
         self.mappings = mappings
         return True
 
+    def topic_acls_due(self) -> bool:
+        """True when ``sync_topic_acls`` would sync now."""
+        return self._acl_sync is not None and self._acl_sync.due()
+
     def sync_topic_acls(self) -> None:
         """Copy the mirrored topics' ACLs to the target when ``sync.topic.acls.interval.seconds`` has
         passed since the last sync (a no-op before ``start``, when disabled, or when not due); never raises."""

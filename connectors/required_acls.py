@@ -95,6 +95,17 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             acls.append(
                 RequiredAcl("target", "ALTER_CONFIGS", "TOPIC", target, "LITERAL", "keep topic configs in sync")
             )
+        else:  # ALTER_CONFIGS implies it; raw mode reads max.message.bytes with it
+            acls.append(
+                RequiredAcl("target", "DESCRIBE_CONFIGS", "TOPIC", target, "LITERAL", "read the target topic's configs")
+            )
+        acls.append(
+            RequiredAcl(
+                "target", "ALTER", "TOPIC", target, "LITERAL",
+                "add partitions when the source topic grows (without it the connector fails then, naming it)",
+                required=False,
+            )
+        )  # fmt: skip
     shadow_why = "the shadow group: task ownership and the committed source offsets"
     txn_why = "the tasks' transactional.ids ({connector}-{worker id}-{task})"
     acls += [
@@ -112,7 +123,7 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             acls.append(
                 RequiredAcl("target", "READ", "TOPIC", syncs, "LITERAL", "translate offsets for checkpoints", False)
             )
-    if config.emit_checkpoints:
+    if config.emit_checkpoints and config.offset_syncs_partition is not None:  # as the provisioner
         cps = checkpoints_topic(config.source_alias)
         acls += [
             RequiredAcl("target", "CREATE", "TOPIC", cps, "LITERAL", "create the checkpoints topic"),

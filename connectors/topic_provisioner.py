@@ -59,6 +59,11 @@ class TopicMapping:
     source_partitions: int
 
 
+def _unknown_topic(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
 class TopicProvisioner:
     """Discovers the source topics to mirror and reconciles their target topics."""
 
@@ -168,9 +173,11 @@ class TopicProvisioner:
         # needs before any task starts, rather than failing the connector minutes into mirroring.
         present = list(mappings.values())
         if sync:
-            self._sync_configs(present, configs)
+            self._sync_configs(present, configs, frozenset(m.target_topic for m in missing))
         else:
-            self._warn_recompression([m for m in present if m.target_topic not in self._checked])
+            self._warn_recompression(
+                [m for m in present if m.target_topic in existing and m.target_topic not in self._checked]
+            )
         return mappings
 
     @staticmethod
@@ -187,8 +194,11 @@ class TopicProvisioner:
             self._checked.add(m.target_topic)
             try:
                 entry = future.result(self.timeout_s).get("compression.type")
-            except KafkaException as exc:
-                raise self._denied(exc, "target", "DESCRIBE_CONFIGS", [m.target_topic]) or exc from exc
+            except KafkaException as exc:  # advice only: never the reason a connector stops
+                log.warning(
+                    "cannot read the configs of target topic %s to check its compression: %s", m.target_topic, exc
+                )
+                continue
             have = entry.value if entry is not None else "producer"
             want = self._wanted(source, m)["compression.type"]
             if have not in ("producer", want):
@@ -249,7 +259,12 @@ class TopicProvisioner:
                         f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
                     ) from exc
 
-    def _sync_configs(self, present: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
+    def _sync_configs(
+        self,
+        present: list[TopicMapping],
+        configs: dict[str, dict[str, str]],
+        just_created: frozenset[str] = frozenset(),
+    ) -> None:
         if not present:
             return
         current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
@@ -258,6 +273,8 @@ class TopicProvisioner:
             try:
                 entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
             except KafkaException as exc:
+                if m.target_topic in just_created and _unknown_topic(exc):
+                    continue  # metadata not everywhere yet (several brokers); its configs were set at creation
                 raise self._denied(exc, "target", "DESCRIBE_CONFIGS", [m.target_topic], "ALTER_CONFIGS") or exc from exc
             wanted = self._wanted(configs, m)
             ops = [

@@ -9,7 +9,7 @@ the broker's authorizer log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -131,7 +131,7 @@ class ClientIdentity:
     one of its calls can be about."""
 
     cluster: str
-    props: Mapping[str, str]
+    props: Mapping[str, str] = field(repr=False)  # holds passwords
     transactional_id: str | None = None
     group_id: str | None = None
 

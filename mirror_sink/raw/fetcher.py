@@ -266,9 +266,9 @@ class RawFetcher:
             part.retry_at = time.monotonic() + _RETRY_BACKOFF_S
             return
         if pd.error_code:
-            raise self.wire.denied(pd.error_code, "READ", [tp.topic]) or TaskFailure(
-                f"fetching {where}: {error_name(pd.error_code)}"
-            )
+            topic_refused = pd.error_code == KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED
+            denied = self.wire.denied(pd.error_code, "READ", [tp.topic]) if topic_refused else None
+            raise denied or TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
         if not pd.records:
             return
         # The one copy the raw path makes: a writable buffer so headers can be rewritten in place.

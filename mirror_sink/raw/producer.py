@@ -219,7 +219,12 @@ class ProducePipeline:
             where = f"target partition {tp} (source offset {out.first_source_offset})"
             message = result.error_message if result is not None else None
             detail = f"{error_name(code)}: {message}" if message else error_name(code)
-            denied = self.wire.denied(code, "WRITE", [tp.topic])
+            # Only a topic refusal is about this topic; others (53, 31) keep their plain detail.
+            denied = (
+                self.wire.denied(code, "WRITE", [tp.topic])
+                if code == KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED
+                else None
+            )
             if denied is not None:
                 problems.append(denied)
             elif code in FENCED:

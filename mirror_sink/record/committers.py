@@ -56,6 +56,9 @@ class DeliveryTracker:
         self.errors: dict[TargetPartition, KafkaError] = {}
         #: Names the operation, resource and principal when the target refuses a write.
         self.identity = identity
+        #: Set while the task aborts: librdkafka purges the queue then, which says nothing about rights.
+        self.aborting = False
+        self._rights_checked: set[str] = set()
         self.sources: dict[tuple[str, int], list[int]] | None = {} if track_offsets else None
         self._targets: dict[tuple[str, int], list[int]] = {}
 
@@ -98,14 +101,16 @@ class DeliveryTracker:
     def raise_if_fatal(self) -> None:
         """TaskFailure naming the partition when a delivery failed for a reason retries cannot fix;
         an ``AuthorizationFailure`` when the target refused the write."""
-        for (topic, partition), err in self.errors.items():
+        for (topic, partition), err in list(self.errors.items()):
             denied = self.identity.refused(err.code(), err.str(), [topic], "WRITE") if self.identity else None
             if denied is not None:
                 raise denied
             if err.code() in _FATAL_DELIVERY:
                 raise TaskFailure(f"cannot write to target partition {topic}-{partition}: {err.str()}")
-        purged = {tp.topic for tp, err in self.errors.items() if err.code() == KafkaError._PURGE_QUEUE}
-        if purged and self.identity is not None:
+        purged = {tp.topic for tp, err in list(self.errors.items()) if err.code() == KafkaError._PURGE_QUEUE}
+        purged -= self._rights_checked
+        if purged and self.identity is not None and not self.aborting:
+            self._rights_checked |= purged  # once per topic and run: it is a diagnosis, not a gate
             # librdkafka purges a transaction's records when the broker refuses to add their
             # partitions to it (no WRITE): the refusal itself reaches only its log, so ask the broker.
             admin = clients.admin(self.identity.props, "mirror-sink-rights-check")
@@ -236,16 +241,27 @@ class TransactionalCommitter(_CommitterBase):
 
     def abort(self) -> None:
         """Abort the open transaction: none of its records or offsets ever become visible."""
+        # A refused write is the cause to report, even when the abort then fails too (librdkafka
+        # cannot abort after some refusals; the broker aborts on timeout).
         try:
-            if self._open:
-                _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
-                self._open = False
-        finally:
-            # A refused or impossible write is the cause to report, even when the abort failed too
-            # (librdkafka cannot abort after some refusals; the broker aborts on timeout).
-            self.deliveries.forget_offsets()
             self.deliveries.raise_if_fatal()
+        except AuthorizationFailure:
+            self._open = False
+            self.deliveries.forget_offsets()
             self.deliveries.take()
+            raise
+        except TaskFailure:
+            pass  # reported after the abort, as before
+        if self._open:
+            self.deliveries.aborting = True
+            try:
+                _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
+            finally:
+                self.deliveries.aborting = False
+            self._open = False
+        self.deliveries.forget_offsets()
+        self.deliveries.raise_if_fatal()
+        self.deliveries.take()
 
 
 class AtLeastOnceCommitter(_CommitterBase):

@@ -63,6 +63,7 @@ class ConnectorRuntime:
         self.target = TargetState.STOPPED
         self._lock = threading.RLock()
         self._next_refresh = 0.0
+        self._acl_sync: threading.Thread | None = None
         self._transition: threading.Thread | None = None
         self.checkpoints: CheckpointEmitter | None = None
         self.lag: LagMonitor | None = None
@@ -200,7 +201,13 @@ class ConnectorRuntime:
         cfg = self.connector.config
         if self.state.state is not ConnectorState.RUNNING:
             return
-        self.connector.sync_topic_acls()  # on its own interval, whether or not topics are refreshed
+        # On its own interval, whether or not topics are refreshed, and on its own thread: its admin
+        # calls can take seconds on a slow cluster, which the herder's loop (and /health) must not wait.
+        if self.connector.topic_acls_due() and not (self._acl_sync and self._acl_sync.is_alive()):
+            self._acl_sync = threading.Thread(
+                target=self.connector.sync_topic_acls, name=f"acl-sync-{self.name}", daemon=True
+            )
+            self._acl_sync.start()
         if not cfg.refresh_topics_enabled:
             return
         if time.monotonic() < self._next_refresh:
