@@ -26,6 +26,7 @@ PRINCIPAL = f"User:{MIRROR_USER}"
 
 
 def _binding(acl: RequiredAcl, principal: str) -> AclBinding:
+    """``acl`` as a binding; librdkafka names Kafka's CLUSTER resource type BROKER (both are 4)."""
     return AclBinding(
         ResourceType.BROKER if acl.resource_type == "CLUSTER" else ResourceType[acl.resource_type],
         "kafka-cluster" if acl.resource_type == "CLUSTER" else acl.resource_name,

@@ -18,14 +18,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from connectors.required_acls import RequiredAcl
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import Rec, create_topic, produce
 from devkafka.pair import DevClusters
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import mirror_config, shadow_caught_up, wait_until
-from tests.integration.secured import PRINCIPAL, acls_for, secured_config
+from tests.integration.secured import acls_for, grant, revoke, secured_config
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,36 +48,6 @@ def _create_acls(cluster: LocalKafkaCluster, bindings: list[AclBinding]) -> None
     admin = AdminClient(cluster.client_config)  # held until the futures complete: destroying it fails them
     for future in admin.create_acls(bindings, request_timeout=30).values():
         future.result()
-
-
-def _binding(acl: RequiredAcl, principal: str = PRINCIPAL) -> AclBinding:
-    """``acl`` as a binding. librdkafka names Kafka's CLUSTER resource type BROKER (both are 4); this file
-    grants and revokes the CLUSTER ACLs it tests with its own helpers, whatever secured.grant does."""
-    restype = ResourceType.BROKER if acl.resource_type == "CLUSTER" else ResourceType[acl.resource_type]
-    name = "kafka-cluster" if acl.resource_type == "CLUSTER" else acl.resource_name
-    pattern = ResourcePatternType[acl.pattern]
-    return AclBinding(restype, name, pattern, principal, "*", AclOperation[acl.operation], ALLOW)
-
-
-def _grant(pair: DevClusters, acls: list[RequiredAcl]) -> None:
-    for name, cluster in pair.clusters.items():
-        bindings = [_binding(a) for a in acls if a.cluster == name]
-        if bindings:
-            _create_acls(cluster, bindings)
-
-
-def _revoke(pair: DevClusters, acls: list[RequiredAcl]) -> None:
-    for name, cluster in pair.clusters.items():
-        filters = [
-            AclBindingFilter(
-                b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
-            )
-            for b in (_binding(a) for a in acls if a.cluster == name)
-        ]
-        if filters:
-            admin = AdminClient(cluster.client_config)  # held until the futures complete
-            for future in admin.delete_acls(filters, request_timeout=30).values():
-                future.result()
 
 
 def _topic_acls(cluster: LocalKafkaCluster, topic: str) -> set[Entry]:
@@ -117,7 +86,7 @@ def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
     config = secured_config(
         name, secured_pair, topic, sync__topic__acls__enabled="true", sync__topic__acls__interval__seconds="2"
     )
-    _grant(secured_pair, acls_for(config, [topic]))
+    grant(secured_pair, acls_for(config, [topic]))
     process = mirror(config).start()
     target_topic = f"source.{topic}"
     ours = {alice, bob, carol, dave, erin, frank}
@@ -157,8 +126,8 @@ def test_without_describe_on_the_source_cluster_it_mirrors_and_warns_once(
     acls = acls_for(config, [topic])
     describe = [a for a in acls if a.cluster == "source" and a.resource_type == "CLUSTER"]
     assert [(a.operation, a.required) for a in describe] == [("DESCRIBE", False)]
-    _grant(secured_pair, [a for a in acls if a not in describe])
-    _revoke(secured_pair, describe)  # an earlier test of the session may have granted it
+    grant(secured_pair, [a for a in acls if a not in describe])
+    revoke(secured_pair, describe)  # an earlier test of the session may have granted it
     process = mirror(config).start()
     target_topic = f"source.{topic}"
     wait_until(
