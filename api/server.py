@@ -55,25 +55,31 @@ def _commit() -> str:
         return "unknown"
 
 
+_RETRY_CLUSTER_ID_S = 60.0
+
+
 def _cluster_id_reader(
     bootstrap: str | None, herder: Herder, client_config: Mapping[str, str] | None = None
 ) -> Callable[[], str | None]:
     """The target cluster's id: the worker's own cluster (reached with the worker's client security
     settings), or the first connector's target."""
     known: dict[str, str] = {}
+    failed: dict[str, float] = {}
 
     def read() -> str | None:
-        address = bootstrap or herder.queries.first_target()
-        if not address:
+        settings = {"bootstrap.servers": bootstrap, **(client_config or {})} if bootstrap else None
+        settings = settings or herder.queries.first_target()
+        if not settings:
             return None
-        if address not in known:
-            own = dict(client_config or {}) if address == bootstrap else {}
+        address = settings["bootstrap.servers"]
+        # A cluster that did not answer is not asked again for a minute: GET / must stay quick.
+        if address not in known and time.monotonic() - failed.get(address, -_RETRY_CLUSTER_ID_S) >= _RETRY_CLUSTER_ID_S:
             try:
-                admin = clients.admin({"bootstrap.servers": address, **own}, "worker")
-                known[address] = str(admin.describe_cluster().result(10).cluster_id)
+                admin = clients.admin(settings, "worker")
+                known[address] = str(admin.describe_cluster(request_timeout=5).result(5).cluster_id)
             except Exception:
-                return None
-        return known[address]
+                failed[address] = time.monotonic()
+        return known.get(address)
 
     return read
 

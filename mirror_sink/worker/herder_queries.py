@@ -5,7 +5,6 @@ Answers only read the Worker's table; configs always leave masked.
 
 from __future__ import annotations
 
-from mirror_sink.core.config_providers import has_references
 from mirror_sink.core.metrics import MIRROR
 from mirror_sink.worker.connector_runtime import ConnectorState, StateInfo
 from mirror_sink.worker.connector_validation import masked
@@ -35,13 +34,12 @@ class HerderQueries:
         with self.worker.lock:
             return sorted(self.worker.stored)
 
-    def first_target(self) -> str | None:
-        """Bootstrap servers of the first connector's target cluster (for GET /)."""
+    def first_target(self) -> dict[str, str] | None:
+        """Client settings of the first connector's target cluster, resolved and with its security
+        settings (for GET /); None without a connector."""
         with self.worker.lock:
-            for name in sorted(self.worker.stored):
-                target = self.worker.stored[name].config.get("target.cluster.bootstrap.servers")
-                if target and not has_references(target):
-                    return target
+            for name in sorted(self.worker.runtimes):
+                return dict(self.worker.runtimes[name].connector.config.target_admin())
         return None
 
     def config(self, name: str) -> dict[str, str]:

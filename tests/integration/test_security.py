@@ -251,9 +251,29 @@ def test_a_worker_keeps_its_connector_configs_on_a_secured_cluster(
             timeout=30,
         )
         assert created.status_code == 201, created.text
+        # GET / names the worker's cluster, read with the worker's own security settings.
+        assert httpx.get(f"{worker.url}/", timeout=30).json()["kafka_cluster_id"]
         stored = read_all(settings, topic)
         assert any(name.encode() in (r.key or b"") + (r.value or b"") for rs in stored.values() for r in rs), stored
         log = worker.log_text()
         assert settings["sasl.password"] not in log
+    finally:
+        worker.stop()
+
+
+def test_get_root_reads_a_secured_targets_cluster_id_with_the_connectors_settings(
+    secured_pair: DevClusters, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    worker = WorkerProcess(tmp_path).start()  # no cluster of its own: GET / asks the first connector's target
+    try:
+        name = unique("root")
+        config = secured_config(name, secured_pair, "orders")
+        body = {"name": name, "config": config, "initial_state": "STOPPED"}
+        assert httpx.post(f"{worker.url}/connectors", json=body, timeout=30).status_code == 201
+        wait_until(
+            lambda: bool(httpx.get(f"{worker.url}/", timeout=30).json()["kafka_cluster_id"]),
+            30,
+            "GET / to show the secured target's cluster id",
+        )
     finally:
         worker.stop()
