@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Literal
 
@@ -46,6 +46,7 @@ from confluent_kafka.admin import (
 )
 
 from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.authorization import principal_of
 from mirror_sink.core.logs import Log
 from mirror_sink.core.replication_policy import is_cycle
 
@@ -102,18 +103,6 @@ def target_acl_bindings(source: Iterable[AclBinding], config: MirrorSinkConfig) 
             )
         )
     return sorted(out)
-
-
-def principal_of(settings: Mapping[str, str]) -> str:
-    """Who a client authenticates as, for log lines: the SCRAM/PLAIN user, or its certificate."""
-    protocol = settings.get("security.protocol", "plaintext").upper()
-    if protocol.startswith("SASL"):
-        user = settings.get("sasl.username")
-        return f"User:{user}" if user else "the SASL principal"
-    cert_keys = ("ssl.certificate.location", "ssl.certificate.pem", "ssl.keystore.location")
-    if protocol == "SSL" and any(settings.get(k) for k in cert_keys):
-        return "the certificate's principal"
-    return "User:ANONYMOUS"
 
 
 def _error(exc: BaseException) -> KafkaError | None:

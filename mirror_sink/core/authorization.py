@@ -22,6 +22,7 @@ from mirror_sink.core.errors import TaskFailure
 #: Kafka's authorization error codes -> the resource type each refuses.
 AUTHORIZATION_ERRORS = {29: "TOPIC", 30: "GROUP", 31: "CLUSTER", 53: "TRANSACTIONAL_ID"}
 
+_CERTIFICATE_KEYS = ("ssl.certificate.location", "ssl.certificate.pem", "ssl.keystore.location")
 _ACL_FLAG = {"TOPIC": "--topic", "GROUP": "--group", "TRANSACTIONAL_ID": "--transactional-id"}
 
 
@@ -40,13 +41,14 @@ def principal_of(props: Mapping[str, str]) -> str:
     the broker's ``ssl.principal.mapping.rules`` (which only the broker knows). Otherwise ANONYMOUS.
     """
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol.startswith("SASL") and props.get("sasl.username"):
-        return f"User:{props['sasl.username']}"
-    cert = props.get("ssl.certificate.location")
-    if protocol == "SSL" and cert:
-        subject = _certificate_subject(cert)
+    if protocol.startswith("SASL"):
+        user = props.get("sasl.username")
+        return f"User:{user}" if user else "the SASL principal"
+    if protocol == "SSL" and any(props.get(k) for k in _CERTIFICATE_KEYS):
+        subject = _certificate_subject(props.get("ssl.certificate.location", ""))
         if subject:
             return f"User:{subject} (before the broker's ssl.principal.mapping.rules)"
+        return "the certificate's principal"  # a keystore or inline PEM: not read here
     return "User:ANONYMOUS"
 
 

@@ -114,7 +114,7 @@ def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
     assert "WARN" not in log, log
 
 
-@pytest.mark.parametrize(("how", "principal"), [("sasl", "User:mirror"), ("mtls", "the certificate's principal")])
+@pytest.mark.parametrize(("how", "principal"), [("sasl", "User:mirror"), ("mtls", "User:CN=mirror,")])
 def test_without_describe_on_the_source_cluster_it_mirrors_and_warns_once(
     secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], how: str, principal: str
 ) -> None:
