@@ -1,9 +1,11 @@
 """The cycle both modes share: consume -> produce -> offsets -> commit, or abort and rewind.
 
 Between cycles the shadow group is served (rebalances happen there, never inside a cycle). A cycle
-copies what the data path has until ``transaction.max.bytes`` or ``transaction.boundary.interval.ms``
-is reached, then commits the records and the next source offsets together; the offsets go with the
-group metadata of the generation that owned the cycle's partitions, so a stale owner is fenced
+copies what the data path has until it has caught up with the source (``transaction.boundary=caught-up``,
+the default: a record waits for no timer once nothing else is ahead of it) or until
+``transaction.max.bytes`` or ``transaction.boundary.interval.ms`` is reached (the bounds, and the
+only boundaries with ``interval``), then commits the records and the next source offsets together;
+the offsets go with the group metadata of the generation that owned the cycle's partitions, so a stale owner is fenced
 (KIP-447). An aborted cycle rewinds every partition to its committed offset: nothing is committed half.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from connectors.mirror_sink_config import TransactionBoundary
 from connectors.ownership import Ownership
 from connectors.task_metrics import TaskMetrics
 from connectors.task_run import TaskRun
@@ -65,6 +68,7 @@ class Cycle:
         cfg = self.run.config
         own = self.ownership
         interval_s = cfg.transaction_interval_ms / 1000
+        adaptive = cfg.transaction_boundary is TransactionBoundary.CAUGHT_UP
         lag_interval_s = cfg.source_group_commit_interval_ms / 1000
         next_lag_commit = time.monotonic() + lag_interval_s
         next_progress = time.monotonic() + _PROGRESS_INTERVAL_S
@@ -97,7 +101,11 @@ class Cycle:
             self.counters.records += copied.records
             self.metrics.read(copied.records)
             self._cycle_bytes += copied.bytes
-            if self._cycle_bytes >= cfg.transaction_max_bytes or time.monotonic() >= self._next_commit_at:
+            if (
+                self._cycle_bytes >= cfg.transaction_max_bytes
+                or time.monotonic() >= self._next_commit_at
+                or (adaptive and self.committer.open and self.path.caught_up())
+            ):
                 self.commit()
                 self._next_commit_at = time.monotonic() + interval_s
         if self.committer.open:

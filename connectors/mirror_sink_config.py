@@ -66,6 +66,16 @@ class MirrorMode(StrEnum):
     RECORD = "record"
 
 
+class TransactionBoundary(StrEnum):
+    """When a task's transaction ends (KIP-618's key; its ``poll`` ends one per poll batch)."""
+
+    #: As soon as the task has written everything the source had at its last look; the interval
+    #: and ``transaction.max.bytes`` stay upper bounds (a backlog is copied in transactions that large).
+    CAUGHT_UP = "caught-up"
+    #: Only when ``transaction.boundary.interval.ms`` or ``transaction.max.bytes`` is reached.
+    INTERVAL = "interval"
+
+
 class MirrorSinkConfig(BaseModel):
     """A validated MirrorSinkConnector configuration (immutable)."""
 
@@ -89,6 +99,7 @@ class MirrorSinkConfig(BaseModel):
     source_group_commit_interval_ms: int = Field(10_000, alias="source.group.commit.interval.ms", ge=0)
     offset_fallback: OffsetFallback = Field(OffsetFallback.EARLIEST, alias="offset.fallback")
     offset_fallback_group: str | None = Field(None, alias="offset.fallback.group.id")
+    transaction_boundary: TransactionBoundary = Field(TransactionBoundary.CAUGHT_UP, alias="transaction.boundary")
     transaction_interval_ms: int = Field(1000, alias="transaction.boundary.interval.ms", ge=10)
     transaction_max_bytes: int = Field(16 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
     transaction_timeout_ms: int = Field(60_000, alias="transaction.timeout.ms", ge=1000)
@@ -297,7 +308,11 @@ KEY_DOCS: dict[str, str] = {
     "source.group.commit.interval.ms": "How often positions are committed to the source group; 0 disables.",
     "offset.fallback": "Start of a partition with no stored offset: earliest, latest or source-group.",
     "offset.fallback.group.id": "Source group whose offsets source-group copies once (default source.group.id).",
-    "transaction.boundary.interval.ms": "A transaction ends after this long.",
+    "transaction.boundary": (
+        "caught-up: a transaction ends as soon as the task has written everything the source had "
+        "(bounded by the interval and transaction.max.bytes); interval: only at those bounds."
+    ),
+    "transaction.boundary.interval.ms": "A transaction ends after this long at the latest.",
     "transaction.max.bytes": "A transaction ends after this many record bytes.",
     "transaction.timeout.ms": "Timeout of the target transactions.",
     "refresh.topics.enabled": "Look for new topics and partitions periodically.",

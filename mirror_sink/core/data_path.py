@@ -86,6 +86,10 @@ class DataPath(Protocol):
         source's end offsets exactly.
         """
 
+    def caught_up(self) -> bool:
+        """True when everything read so far is in the open cycle and the source had nothing more
+        at the last look: the moment to end a transaction when latency matters (``transaction.boundary``)."""
+
     def take_stats(self) -> dict[TargetPartition, CycleStats]:
         """Records, bytes and timestamps per target partition since the last call (for metrics)."""
 

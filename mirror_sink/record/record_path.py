@@ -48,6 +48,8 @@ class RecordPath:
         self.log = log
         # Partitions rewound and not read since: their consumer position may predate the rewind.
         self._rewound: set[SourcePartition] = set()
+        #: The last consume drained librdkafka's prefetched records (it returned fewer than it asked for).
+        self._drained = False
 
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """incremental_assign at the given offsets."""
@@ -71,6 +73,7 @@ class RecordPath:
     def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
         """Consume up to a batch of records and produce them."""
         messages = self.source.consume(_CONSUME_BATCH, wait_s)
+        self._drained = len(messages) < _CONSUME_BATCH
         good = [m for m in messages if not self._is_error(m)]
         if not good:
             return Copied()
@@ -79,6 +82,10 @@ class RecordPath:
         if self._rewound:
             self._rewound.difference_update({(m.topic(), m.partition()) for m in good})
         return Copied(len(good), produced)
+
+    def caught_up(self) -> bool:
+        """librdkafka fetches ahead on its own: a consume that drained its queue has caught up."""
+        return self._drained
 
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """The consumer's positions: past every record returned, control records and aborted batches."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from functools import partial
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -25,6 +26,7 @@ from devkafka.data import (
 from devkafka.jars import KafkaJars
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
+    MirrorProcess,
     Unique,
     assert_exact_mirror,
     contents,
@@ -251,3 +253,47 @@ def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(
     assert read_all(target.bootstrap_servers, topic) == {0: []}, "nothing of the failed transaction is visible"
     # At most the resolved start offset was saved (raw mode saves it in a cycle of its own); never past it.
     assert committed_offsets(target.bootstrap_servers, f"connect-{name}", [(topic, 0)])[(topic, 0)] in (-1001, 0)
+
+
+def _reading(proc: MirrorProcess, partitions: int) -> bool:
+    return f"reading {partitions} source partitions" in proc.log_text()
+
+
+@pytest.mark.parametrize("mode", ["raw", "record"])
+def test_a_transaction_ends_once_the_mirror_has_caught_up_not_at_the_interval(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+) -> None:
+    """``transaction.boundary=caught-up`` (the default) commits as soon as nothing else waits;
+    ``interval`` only at the interval: the same record, visible in seconds against not yet."""
+    topics = {boundary: unique(f"boundary-{boundary}") for boundary in ("caught-up", "interval")}
+    procs = {}
+    for boundary, topic in topics.items():
+        create_topic(source.bootstrap_servers, topic, 2)
+        config = mirror_config(
+            unique(f"boundary-{boundary}"),
+            source,
+            target,
+            topic,
+            **{"mirror.mode": mode, "transaction.boundary": boundary, "transaction.boundary.interval.ms": "60000"},
+        )
+        procs[boundary] = mirror(config).start()
+    try:
+        for proc in procs.values():
+            wait_until(partial(_reading, proc, 2), 60, "the mirror to start reading")
+        time.sleep(1)  # past the first commit, which saves the fallback start offsets
+
+        def visible(boundary: str) -> int:
+            return sum(end_offsets(target.bootstrap_servers, f"source.{topics[boundary]}").values())
+
+        for topic in topics.values():
+            produce(source.bootstrap_servers, topic, [Rec(b"k", b"v", partition=1)])
+        started = time.monotonic()
+        wait_until(lambda: visible("caught-up") >= 1, 15, "the record to be committed without waiting for the interval")
+        print(f"{mode}: visible after {time.monotonic() - started:.2f} s with transaction.boundary=caught-up")
+        time.sleep(2)
+        assert visible("interval") == 0, "with transaction.boundary=interval the transaction waits for the interval"
+        copied = read_all(target.bootstrap_servers, f"source.{topics['caught-up']}")
+        assert [(r.key, r.value) for r in copied[1]] == [(b"k", b"v")] and not copied[0]
+    finally:
+        for proc in procs.values():
+            assert proc.stop() == 0, proc.log_tail()
