@@ -1,7 +1,9 @@
 """Raw read_committed Fetch from the source: whole record batches, never decompressed.
 
 One Fetch request in flight per source leader, carrying every assigned partition it leads that
-has room in its queue; each request first reserves what its response can cost in memory
+has room in its queue; ``fetch_thread.FetchThread`` drives ``fill`` and ``collect`` on a thread of
+their own while the task thread takes the queued items (every method holds the fetcher's lock).
+Each request first reserves what its response can cost in memory
 (``max_bytes`` times the copies the network layer makes of it) and waits when the budget is spent.
 Responses are checked (CRC), filtered (control batches and aborted transactions dropped) and
 queued per partition as ``Fetched`` items in offset order.
@@ -9,13 +11,15 @@ queued per partition as ``Fetched`` items in offset order.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from kafka.future import Future
 from kafka.protocol.consumer import FetchRequest
@@ -53,6 +57,20 @@ _FETCH_SHARE = 2
 
 log = logging.getLogger(__name__)
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``method`` under the fetcher's lock (the fetch thread and the task thread share it)."""
+
+    @functools.wraps(method)
+    def locked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with args[0]._lock:  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+
+    return locked
+
 
 @dataclass(slots=True)
 class Fetched:
@@ -85,6 +103,8 @@ class _Partition:
     queued_bytes: int = 0
     in_flight: bool = False  # in a Fetch now: never in two at once (after a leader move, say)
     retry_at: float = 0.0  # after a partition error, not fetched again before this
+    #: The source's last stable offset in the latest response for this partition (-1: none yet).
+    stable_end: int = -1
 
 
 @dataclass
@@ -115,14 +135,20 @@ class RawFetcher:
         self._inflight: dict[Any, _InFlight] = {}
         self._epochs = itertools.count()
         self._rotation = 0
+        self._lock = threading.RLock()
+        #: The last ``fill`` left a leader without a Fetch (the budget or the queues were full):
+        #: freeing memory or taking items is then worth a nudge of the fetch thread.
+        self.held_back = False
         wire.negotiate(FetchRequest, _FETCH_VERSION, _FETCH_VERSION)
 
     # -- assignment -----------------------------------------------------------------------------
+    @_locked
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """Start reading ``starts``' partitions at their offsets."""
         for tp, offset in starts.items():
             self._parts[tp] = _Partition(offset, next(self._epochs))
 
+    @_locked
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop reading ``partitions``; their queued data is dropped."""
         for tp in partitions:
@@ -130,6 +156,7 @@ class RawFetcher:
             if part is not None:
                 self._drop_queue(part)
 
+    @_locked
     def seek(self, offsets: Mapping[SourcePartition, int]) -> None:
         """Read again from ``offsets`` (after an abort): queued and in-flight data is dropped."""
         for tp, offset in offsets.items():
@@ -147,12 +174,21 @@ class RawFetcher:
     @property
     def partitions(self) -> list[SourcePartition]:
         """The assigned partitions."""
-        return list(self._parts)
+        with self._lock:
+            return list(self._parts)
 
+    @_locked
     def pending(self, tp: SourcePartition) -> int:
         """How many fetched items of ``tp`` wait to be taken."""
         return len(self._parts[tp].queue)
 
+    @_locked
+    def caught_up(self) -> bool:
+        """True when no partition has anything queued and each has reached the last stable offset
+        its latest Fetch response reported (read_committed: nothing more was readable then)."""
+        return all(not p.queue and 0 <= p.stable_end <= p.position for p in self._parts.values())
+
+    @_locked
     def pop(self, tp: SourcePartition) -> Fetched | None:
         """``tp``'s oldest fetched item, or None; its bytes stay charged to the budget until the target
         acknowledges them (or they are dropped): whoever takes the item gives them back."""
@@ -164,6 +200,7 @@ class RawFetcher:
         return item
 
     # -- fetching -------------------------------------------------------------------------------
+    @_locked
     def fill(self) -> None:
         """Send a Fetch to every leader with no request in flight, as far as the budget allows."""
         by_leader: dict[Any, list[SourcePartition]] = {}
@@ -172,9 +209,13 @@ class RawFetcher:
         # could leave the last partitions with nothing while the first always have data.
         order = list(self._parts)
         self._rotation = (self._rotation + 1) % max(len(order), 1)
+        held_back = False
         for tp in order[self._rotation :] + order[: self._rotation]:
             part = self._parts[tp]
-            if part.in_flight or part.retry_at > now or part.queued_bytes >= self.partition_max_bytes:
+            if part.in_flight or part.retry_at > now:
+                continue
+            if part.queued_bytes >= self.partition_max_bytes:
+                held_back = True
                 continue  # enough waiting for this partition: leave the budget to the others
             leader = self.wire.leader(*tp)
             if leader is not None and leader not in self._inflight:
@@ -187,7 +228,10 @@ class RawFetcher:
                 self.budget.available // _RESPONSE_COPIES,
                 len(tps) * self.partition_max_bytes,
             )
-            if max_bytes < min(_MIN_FETCH_BYTES, most) or not self.wire.ready(leader):
+            if max_bytes < min(_MIN_FETCH_BYTES, most):
+                held_back = True
+                continue
+            if not self.wire.ready(leader):
                 continue
             charge = max_bytes * _RESPONSE_COPIES
             self.budget.take(charge)
@@ -198,6 +242,7 @@ class RawFetcher:
                 part.in_flight = True
                 sent[tp] = (part.epoch, part.position)
             self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent)
+        self.held_back = held_back
 
     def _request(self, tps: list[SourcePartition], max_bytes: int) -> FetchRequest:
         f = FetchRequest
@@ -228,6 +273,7 @@ class RawFetcher:
             rack_id="",
         )
 
+    @_locked
     def collect(self) -> bool:
         """Queue the data of completed fetches; True if any completed."""
         done = [leader for leader, f in self._inflight.items() if f.future.is_done]
@@ -269,6 +315,7 @@ class RawFetcher:
             topic_refused = pd.error_code == KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED
             denied = self.wire.denied(pd.error_code, "READ", [tp.topic]) if topic_refused else None
             raise denied or TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
+        part.stable_end = pd.last_stable_offset
         if not pd.records:
             return
         # The one copy the raw path makes: a writable buffer so headers can be rewritten in place.
@@ -319,6 +366,7 @@ class RawFetcher:
         part.position = item.next_offset
         return item
 
+    @_locked
     def close(self) -> None:
         """Drop everything queued and close the connections."""
         for part in self._parts.values():

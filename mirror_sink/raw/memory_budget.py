@@ -8,14 +8,18 @@ when the target acknowledges them (or they are dropped).
 
 from __future__ import annotations
 
+import threading
+
 
 class MemoryBudget:
-    """Bytes in use against a limit (single-threaded: the task thread owns it)."""
+    """Bytes in use against a limit, shared by the fetch thread (which takes) and the task thread
+    (which gives back as the target acknowledges)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
         self.peak = 0
+        self._lock = threading.Lock()
 
     @property
     def available(self) -> int:
@@ -25,9 +29,11 @@ class MemoryBudget:
     def take(self, n: int) -> None:
         """Account ``n`` more bytes (a response may exceed its reservation by one batch; that is
         counted here too, so the next fetch waits longer)."""
-        self.used += n
-        self.peak = max(self.peak, self.used)
+        with self._lock:
+            self.used += n
+            self.peak = max(self.peak, self.used)
 
     def give_back(self, n: int) -> None:
         """Return ``n`` bytes."""
-        self.used -= n
+        with self._lock:
+            self.used -= n

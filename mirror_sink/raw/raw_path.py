@@ -2,8 +2,9 @@
 
 Each fetched batch is checked (CRC), filtered (read_committed), and either forwarded with only its
 header rewritten, or, when the target would reject it as it is, re-encoded in the same cycle (the
-per-batch fallback, counted and logged with its reason). Fetching and producing overlap: while
-the target acknowledges one round of batches the next is being fetched, all within one memory budget.
+per-batch fallback, counted and logged with its reason). Fetching and producing overlap: the
+source is read by a thread of its own (``fetch_thread``) while the task thread produces and
+commits, both within one memory budget.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
 from mirror_sink.raw.committer import RawCommitter
+from mirror_sink.raw.fetch_thread import FetchThread
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.producer import ProducePipeline
@@ -95,6 +97,8 @@ class RawPath:
             for wire in wires:
                 wire.close()
             raise
+        # New data ends the task thread's wait for the target's acknowledgements.
+        self.fetching = FetchThread(self.fetcher, target.wakeup, f"{client_id}-fetch")
         self.committer: Committer = RawCommitter(self.transactions, self.producer, sync_partition)
         #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
         self._with_syncs = {sync_partition} if sync_partition is not None and transactional_id else set()
@@ -110,12 +114,14 @@ class RawPath:
         self.reencoded: Counter[ReencodeReason] = Counter()
         self._stats: dict[TargetPartition, CycleStats] = {}
         self._explained: set[tuple[SourcePartition, ReencodeReason]] = set()
+        self.fetching.start()
 
     # -- DataPath -------------------------------------------------------------------------------
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """Fetch these partitions from these offsets."""
         self.fetcher.assign(starts)
         self._position.update(starts)
+        self.fetcher.wire.wakeup()  # fetch them now, not at the fetch thread's next look
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop fetching these partitions."""
@@ -130,33 +136,38 @@ class RawPath:
         self._stats = {}
         self.fetcher.seek(offsets)
         self._position.update(offsets)
+        self.fetcher.wire.wakeup()
 
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
         return {tp: self._position.get(tp, offset) for tp, offset in committed.items()}
 
     def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
-        """Fetch, hand ready batches to the producer, collect acknowledgements."""
-        self.fetcher.fill()
-        producing = self.producer.backlog > 0
-        if producing:
-            # Two clusters, two selectors: wait on the target's acknowledgements in short slices
-            # so fetch responses are picked up too.
-            self.producer.wire.poll(min(wait_s, 0.005))
-            self.fetcher.wire.poll(0)
-        else:
-            self.fetcher.wire.poll(0 if self._anything_queued() else wait_s)
-        self.fetcher.collect()
-        copied = self._take(target_of)
+        """Hand the fetched batches to the producer, send, and account acknowledgements.
+
+        Waits up to ``wait_s`` when there was nothing to take; an acknowledgement or news from the
+        fetch thread (data, or its failure, raised here) ends the wait sooner.
+        """
+        self.fetching.check()
+        copied, took = self._take(target_of)
         self.producer.pump()
+        self.producer.wire.poll(0 if took else wait_s)
         self.producer.reap()
+        self.producer.pump()
+        self.fetching.nudge()  # acknowledged bytes went back to the budget
         return copied
 
     def close(self, *, abandon: bool = False) -> None:
         """Close both clusters' connections (``abandon`` concerns librdkafka producers only: no call
         of ours can be left blocked in these)."""
+        self.fetching.stop()
         self.fetcher.close()
         self.producer.close()
+
+    def caught_up(self) -> bool:
+        """Nothing fetched waits, and every partition has reached the source's last stable offset
+        as its latest Fetch response gave it."""
+        return self.fetcher.caught_up()
 
     def take_stats(self) -> dict[TargetPartition, CycleStats]:
         """Per target partition: batches' records, bytes and timestamps since the last call."""
@@ -175,17 +186,16 @@ class RawPath:
         """Batch counts for progress logs."""
         fallback = ", ".join(f"{n} {why}" for why, n in sorted(self.reencoded.items())) or "none"
         peak = self.budget.peak / 1e6
+        resent = f", {self.producer.resent} sent again after a refusal" if self.producer.resent else ""
         return (
-            f"raw mode: {self.forwarded} batches forwarded as they are, re-encoded: {fallback}; "
+            f"raw mode: {self.forwarded} batches forwarded as they are, re-encoded: {fallback}{resent}; "
             f"memory peak {peak:.1f} MB"
         )
 
     # -- internals ------------------------------------------------------------------------------
-    def _anything_queued(self) -> bool:
-        return any(self.fetcher.pending(tp) for tp in self.fetcher.partitions)
-
-    def _take(self, target_of: Mapping[str, str]) -> Copied:
-        """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds)."""
+    def _take(self, target_of: Mapping[str, str]) -> tuple[Copied, bool]:
+        """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds);
+        what they add, and whether there were any."""
         plan: list[tuple[SourcePartition, TargetPartition, Fetched]] = []
         planned_bytes = 0
         for tp in self.fetcher.partitions:
@@ -199,7 +209,7 @@ class RawPath:
                 if item.batch is not None:
                     room -= 1
         if not plan:
-            return Copied()
+            return Copied(), False
         self.committer.begin()
         records = nbytes = done = 0
         try:
@@ -216,7 +226,7 @@ class RawPath:
             for _, _, item in plan[done:]:  # taken from the fetcher but never handed to the producer
                 self.budget.give_back(item.size)
             raise
-        return Copied(records, nbytes)
+        return Copied(records, nbytes), True
 
     def _send(self, tp: SourcePartition, target_tp: TargetPartition, item: Fetched) -> tuple[int, int]:
         assert item.batch is not None

@@ -37,7 +37,7 @@ from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, Nod
 log = logging.getLogger(__name__)
 
 #: Backoff between attempts: coordinator moves and concurrent transactions clear up quickly.
-_FIRST_DELAY_S = 0.02
+_FIRST_DELAY_S = 0.005
 _MAX_DELAY_S = 0.5
 
 

@@ -196,6 +196,10 @@ class WireClient:
         """Do network I/O for up to ``timeout_s`` (returns early when a response arrives)."""
         self._client.poll(timeout_ms=int(timeout_s * 1000))
 
+    def wakeup(self) -> None:
+        """End a ``poll`` under way in another thread now (or the next one, if none is)."""
+        self._client.wakeup()
+
     def call(self, node: NodeId, request: Any, what: str, timeout_s: float = 30.0) -> Any:
         """Send ``request`` and wait for its response; connection failures are recoverable."""
         try:

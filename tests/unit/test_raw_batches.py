@@ -294,9 +294,12 @@ class _Wire:
         return highest
 
 
-def _fetch_response(records: bytes, aborted: list[tuple[int, int]] | None = None) -> SimpleNamespace:
+def _fetch_response(
+    records: bytes, aborted: list[tuple[int, int]] | None = None, last_stable_offset: int = -1
+) -> SimpleNamespace:
     return SimpleNamespace(
         error_code=0,
+        last_stable_offset=last_stable_offset,
         records=records,
         aborted_transactions=[SimpleNamespace(producer_id=p, first_offset=o) for p, o in aborted or []],
     )
@@ -356,6 +359,21 @@ def test_an_abort_marker_before_the_start_still_ends_its_transaction() -> None:
     )
     items = list(iter(partial(fetcher.pop, SourcePartition("orders", 3)), None))
     assert [(i.batch is not None, i.next_offset) for i in items] == [(True, 6)], "the committed batch is kept"
+
+
+def test_the_fetcher_has_caught_up_once_its_queue_is_empty_at_the_source_s_last_stable_offset() -> None:
+    tp = SourcePartition("orders", 3)
+    fetcher = _fetcher(start=0)
+    part = fetcher._parts[tp]
+    assert not fetcher.caught_up(), "never fetched: nothing is known about the source yet"
+    two = build([(b"k", b"v", [], 1)] * 2, 0, base_offset=0)
+    # Four records were stable when the broker answered; the response held two (its size limit).
+    fetcher._take_response(tp, part, _fetch_response(bytes(two), last_stable_offset=4))
+    assert fetcher.pop(tp) is not None and not fetcher.caught_up(), "two more records wait on the source"
+    more = build([(b"k", b"v", [], 1)] * 2, 0, base_offset=2)
+    fetcher._take_response(tp, part, _fetch_response(bytes(more), last_stable_offset=4))
+    assert not fetcher.caught_up(), "the last two are fetched but still queued"
+    assert fetcher.pop(tp) is not None and fetcher.caught_up(), "all taken, and the source had no more"
 
 
 class _PipelinedWire(_Wire):

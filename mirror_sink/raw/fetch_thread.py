@@ -1,0 +1,71 @@
+"""The raw path's source I/O on a thread of its own, so fetching never waits for the cycle.
+
+The task thread rewrites and produces batches and commits transactions; a commit waits for every
+acknowledgement and three coordinator round trips. Were fetching driven by that thread too (as it
+was), every such wait would also stop the source: no Fetch is sent and no response is read until
+the commit returns, and the pipeline restarts empty. Here the fetch thread keeps one Fetch in
+flight per source leader, within the memory budget, all the time; it owns the source connections
+(kafka-python's client is driven by one thread) and meets the task thread only in ``RawFetcher``'s
+queues, under its lock, and in the ``MemoryBudget``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from mirror_sink.raw.fetcher import RawFetcher
+
+log = logging.getLogger(__name__)
+
+#: The longest the thread sleeps in the network poll before looking at its work again; a response,
+#: a nudge or ``stop`` ends the sleep sooner.
+_POLL_S = 0.1
+
+
+class FetchThread:
+    """Drives a ``RawFetcher``'s Fetch requests and responses until stopped or failed."""
+
+    def __init__(self, fetcher: RawFetcher, on_data: Callable[[], None], name: str) -> None:
+        self.fetcher = fetcher
+        self._on_data = on_data
+        self._stopping = threading.Event()
+        #: What ended the thread other than ``stop``; raised in the task thread by ``check``.
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        """Start fetching (the fetcher's assigned partitions; assignments may change at any time)."""
+        self._thread.start()
+
+    def nudge(self) -> None:
+        """Memory was freed or items were taken: let the thread send what the budget now allows."""
+        if self.fetcher.held_back:
+            self.fetcher.wire.wakeup()
+
+    def check(self) -> None:
+        """Raise, in the calling thread, what stopped the fetch thread (a TaskFailure, say)."""
+        if self.failure is not None:
+            raise self.failure
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the thread and wait for it (its poll ends at once)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self.fetcher.wire.wakeup()
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                log.warning("the fetch thread %s did not stop within %.0f s", self._thread.name, timeout_s)
+
+    def _run(self) -> None:
+        fetcher = self.fetcher
+        try:
+            while not self._stopping.is_set():
+                fetcher.fill()
+                fetcher.wire.poll(_POLL_S)
+                if fetcher.collect():
+                    self._on_data()
+        except BaseException as exc:  # handed to the task thread, which fails or recovers as it would
+            self.failure = exc
+            self._on_data()
