@@ -60,7 +60,7 @@ class DeliveryTracker:
         self.aborting = False
         self._rights_checked: set[str] = set()
         self.sources: dict[tuple[str, int], list[int]] | None = {} if track_offsets else None
-        self._targets: dict[tuple[str, int], list[int]] = {}
+        self._targets: dict[tuple[str, int], list[int | None]] = {}
 
     def __call__(self, err: KafkaError | None, msg: object) -> None:
         """The producer's on_delivery callback."""
@@ -72,16 +72,24 @@ class DeliveryTracker:
             targets = self._targets.get(key)
             if targets is None:
                 targets = self._targets[key] = []
-            targets.append(msg.offset())  # type: ignore[attr-defined]
+            targets.append(msg.offset())  # type: ignore[attr-defined]  # None: delivered, offset unknown
 
     def take_runs(self) -> dict[TargetPartition, tuple[SyncRun, ...]]:
         """The cycle's source -> target runs; AbortCycle when a produced record is unacknowledged."""
         sources, targets = self.sources or {}, self._targets
         offsets = CycleOffsets()
         for key, source_offsets in sources.items():
-            acked = targets.get(key, [])
-            if len(acked) != len(source_offsets):
-                raise AbortCycle(f"{len(source_offsets) - len(acked)} records to {key[0]}-{key[1]} unacknowledged")
+            reported = targets.get(key, [])
+            acked = [offset for offset in reported if offset is not None]
+            if len(reported) != len(source_offsets):
+                raise AbortCycle(f"{len(source_offsets) - len(reported)} records to {key[0]}-{key[1]} unacknowledged")
+            if len(acked) != len(reported):
+                # librdkafka acknowledges a retried batch the broker already had (DUPLICATE_SEQUENCE)
+                # without its offset: the cycle's sync could not be exact, so it is copied again.
+                raise AbortCycle(
+                    f"{len(reported) - len(acked)} records to {key[0]}-{key[1]} acknowledged without their "
+                    "target offset (a retried produce); copying the cycle again"
+                )
             tp = TargetPartition(*key)
             n = len(source_offsets)
             if n and source_offsets[-1] - source_offsets[0] == n - 1 and acked[-1] - acked[0] == n - 1:
