@@ -38,9 +38,7 @@ class KafkaErrorCode(IntEnum):
     GROUP_AUTHORIZATION_FAILED = 30
     CLUSTER_AUTHORIZATION_FAILED = 31
     INVALID_TIMESTAMP = 32
-    NOT_ENOUGH_REPLICAS = 19
     UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     INVALID_PRODUCER_EPOCH = 47
     CONCURRENT_TRANSACTIONS = 51
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
@@ -89,12 +87,6 @@ RETRIABLE = frozenset(
         E.UNKNOWN_LEADER_EPOCH,
         E.OFFSET_NOT_AVAILABLE,
     }
-)
-
-#: A Produce partition error that says the batch was refused before it was appended: sending the
-#: same bytes again (same sequence) once the leader is found cannot duplicate it.
-NOT_APPENDED = frozenset(
-    {E.UNKNOWN_TOPIC_OR_PARTITION, E.LEADER_NOT_AVAILABLE, E.NOT_LEADER_OR_FOLLOWER, E.NOT_ENOUGH_REPLICAS}
 )
 
 #: The coordinator moved or is not ready: look it up again before the retry.

@@ -6,17 +6,12 @@ up to five requests in flight per connection and per partition, sequences per pa
 each producer epoch. The transaction around it (producer id and epoch, AddPartitionsToTxn, EndTxn)
 is ``transactions.TransactionClient``'s; ``committer.RawCommitter`` drives both for the task's cycles.
 
-A batch the leader refused before appending it (not the leader yet, a just-created partition,
-too few in-sync replicas) is sent again, as the Java producer does: the partition's later batches
-in flight fail too (the broker wants the refused one's sequence first), so once none is in flight
-they all go out again in sequence order, after a metadata refresh and a short backoff. Any other
-failed Produce voids the cycle (AbortCycle): the committer bumps the epoch, which resets the
+Any failed Produce voids the cycle (AbortCycle): the committer bumps the epoch, which resets the
 sequences, and the task rewinds. Nothing partial is ever committed.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -26,7 +21,7 @@ from typing import Any
 from kafka.future import Future
 from kafka.protocol.producer import ProduceRequest
 
-from mirror_sink.core.error_codes import FATAL_WRITE, FENCED, NOT_APPENDED, RETRIABLE, KafkaErrorCode
+from mirror_sink.core.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.offset_syncs import CycleOffsets
 from mirror_sink.core.partitions import TargetPartition
@@ -35,14 +30,7 @@ from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import NodeId, WireClient, error_name
 
-log = logging.getLogger(__name__)
-
 _MAX_IN_FLIGHT = 5
-#: Sending a refused batch again: backoff doubling from the first, and how many times at most
-#: (about 10 s in all) before the cycle is given up as with any other failure.
-_RESEND_FIRST_S = 0.02
-_RESEND_MAX_S = 1.0
-_RESEND_ATTEMPTS = 16
 #: Compared once per acknowledged batch: a module constant, not an enum attribute lookup.
 _NONE = KafkaErrorCode.NONE
 
@@ -55,10 +43,6 @@ class _Outgoing:
     #: The records' source offsets: the first of ``records`` consecutive ones, each one's (a
     #: re-encoded batch with gaps), or None for a batch that mirrors nothing (the offset syncs).
     sources: int | Sequence[int] | None
-    #: The base sequence written in its header (refused batches go out again in this order).
-    sequence: int = 0
-    #: Times the leader refused it before appending it.
-    refusals: int = 0
 
     @property
     def first_source_offset(self) -> int | None:
@@ -98,12 +82,6 @@ class ProducePipeline:
         self._outgoing: dict[TargetPartition, deque[_Outgoing]] = {}
         self._in_flight: list[_Request] = []
         self._per_partition: dict[TargetPartition, int] = {}
-        #: Batches refused before being appended, per partition, held until none of the partition's
-        #: requests is in flight; and when the partition may be sent to again.
-        self._refused: dict[TargetPartition, list[_Outgoing]] = {}
-        self._resend_at: dict[TargetPartition, float] = {}
-        #: Batches sent again after a refusal, since the start (progress logs).
-        self.resent = 0
         #: A batch was queued since the last ``new_epoch`` or ``produced = False`` (its cycle ended).
         self.produced = False
         self.acked_records = 0
@@ -115,7 +93,6 @@ class ProducePipeline:
         self._producer_id, self._epoch = self._txn.producer_id, self._txn.epoch
         self._sequence.clear()
         self._per_partition.clear()
-        self._resend_at.clear()
 
     def send(
         self,
@@ -142,7 +119,7 @@ class ProducePipeline:
             transactional=self._transactional,
         )
         self._sequence[tp] = (seq + records) & 0x7FFFFFFF
-        self._outgoing.setdefault(tp, deque()).append(_Outgoing(batch, records, charge, sources, seq))
+        self._outgoing.setdefault(tp, deque()).append(_Outgoing(batch, records, charge, sources))
         self.produced = True
 
     def queued(self, tp: TargetPartition) -> int:
@@ -153,17 +130,13 @@ class ProducePipeline:
     @property
     def backlog(self) -> int:
         """Batches queued or in flight."""
-        waiting = sum(len(q) for q in self._outgoing.values()) + sum(len(r) for r in self._refused.values())
-        return waiting + len(self._in_flight)
+        return sum(len(q) for q in self._outgoing.values()) + len(self._in_flight)
 
     def pump(self) -> None:
         """Send what the connections can take: per leader, one request holding the next batch of
         every partition it leads (a partition may have five requests in flight)."""
-        if self._refused:
-            self._requeue_refused()
         by_node: dict[NodeId, dict[TargetPartition, _Outgoing]] = {}
         nodes_busy: dict[NodeId, int] = {}
-        now = time.monotonic() if self._resend_at else 0.0
         for r in self._in_flight:
             nodes_busy[r.node] = nodes_busy.get(r.node, 0) + 1
         while True:
@@ -172,8 +145,6 @@ class ProducePipeline:
             for tp, queue in self._outgoing.items():
                 if not queue or self._per_partition.get(tp, 0) >= _MAX_IN_FLIGHT:
                     continue
-                if tp in self._refused or self._resend_at.get(tp, 0.0) > now:
-                    continue  # a refused batch goes first, once nothing of this partition is in flight
                 leader = self.wire.leader(*tp)
                 if leader is None or nodes_busy.get(leader, 0) >= _MAX_IN_FLIGHT:
                     continue
@@ -194,16 +165,6 @@ class ProducePipeline:
                 sent = True
             if not sent:
                 return
-
-    def _requeue_refused(self) -> None:
-        """Put refused batches back at the head of their partition's queue, in sequence order, once
-        none of the partition's requests is in flight (all of them have come back refused or done)."""
-        for tp in [tp for tp in self._refused if not self._per_partition.get(tp, 0)]:
-            refused = sorted(self._refused.pop(tp), key=lambda out: out.sequence)
-            self._outgoing.setdefault(tp, deque()).extendleft(reversed(refused))
-            attempts = max(out.refusals for out in refused)
-            self._resend_at[tp] = time.monotonic() + min(_RESEND_FIRST_S * 2 ** (attempts - 1), _RESEND_MAX_S)
-            self.resent += len(refused)
 
     def _produce_request(self, entries: dict[TargetPartition, _Outgoing]) -> ProduceRequest:
         p = ProduceRequest
@@ -243,11 +204,9 @@ class ProducePipeline:
         results = {(t.name, p.index): p for t in request.future.value.responses for p in t.partition_responses}
         problems: list[Exception] = []
         for tp, out in request.entries.items():
+            self._budget.give_back(out.charge)
             result = results.get(tp)
             code = result.error_code if result is not None else KafkaErrorCode.UNKNOWN_SERVER_ERROR
-            if self._refused_before_append(tp, out, code):
-                continue  # sent again by pump; its bytes stay charged until then
-            self._budget.give_back(out.charge)
             if code == _NONE:
                 self.acked_records += out.records
                 if self.offsets is not None and out.sources is not None:
@@ -280,20 +239,6 @@ class ProducePipeline:
                 problems.append(AbortCycle(f"produce to {where}: {detail}"))
         return problems
 
-    def _refused_before_append(self, tp: TargetPartition, out: _Outgoing, code: int) -> bool:
-        """Hold ``out`` to be sent again if the leader refused it unappended (a later batch of a
-        partition with a refused one in flight fails its sequence check: it was not appended either)."""
-        again = code in NOT_APPENDED or (code == KafkaErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and tp in self._refused)
-        if not again or out.refusals >= _RESEND_ATTEMPTS:
-            return False
-        out.refusals += 1
-        if tp not in self._refused:
-            self._refused[tp] = []
-            self.wire.refresh_metadata()
-            log.debug("target partition %s refused a batch (%s); sending it again", tp, error_name(code))
-        self._refused[tp].append(out)
-        return True
-
     def flush(self) -> None:
         """Send everything queued and wait until all of it is acknowledged."""
         self._wait_in_flight(raise_errors=True)
@@ -303,16 +248,15 @@ class ProducePipeline:
 
         Their bytes go back to the budget; errors of the requests in flight are ignored: the cycle is void.
         """
-        for queue in [*self._outgoing.values(), *self._refused.values()]:
+        for queue in self._outgoing.values():
             for out in queue:
                 self._budget.give_back(out.charge)
         self._outgoing.clear()
-        self._refused.clear()
         self._wait_in_flight(raise_errors=False)
 
     def _wait_in_flight(self, raise_errors: bool) -> None:
         deadline = time.monotonic() + self._txn.transaction_timeout_ms / 1000
-        while self._in_flight or (raise_errors and (self._refused or any(self._outgoing.values()))):
+        while self._in_flight or (raise_errors and any(self._outgoing.values())):
             if raise_errors:
                 self.pump()
             self.wire.poll(0.05)

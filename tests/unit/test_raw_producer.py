@@ -247,9 +247,9 @@ def test_one_request_per_leader_carries_the_next_batch_of_each_partition_and_ack
 @pytest.mark.parametrize(
     ("codes", "error", "message"),
     [
-        ((7, 0), AbortCycle, r"^produce to target partition orders.copy-0 \(source offset 10\): REQUEST_TIMED_OUT"),
+        ((6, 0), AbortCycle, r"^produce to target partition orders.copy-0 \(source offset 10\): NOT_LEADER"),
         (
-            (7, 47),
+            (6, 47),
             RecoverableTaskFailure,
             r"^producer None fenced on target partition orders.copy-1 \(source offset 20\)",
         ),
@@ -281,47 +281,6 @@ def test_a_failed_produce_raises_the_worst_of_its_errors_and_still_frees_the_bud
         pipeline.reap()
     assert type(raised.value) is error
     assert budget.used == 0 and pipeline.acked_records == codes.count(0)
-
-
-def _pump_past_the_backoff(pipeline: ProducePipeline) -> None:
-    pipeline.pump()  # refused batches back in their queue, with a backoff (20 ms doubling)...
-    pipeline._resend_at.clear()  # ...which is not what these tests are about
-    pipeline.pump()
-
-
-def test_a_batch_refused_before_its_append_goes_out_again_with_the_batches_behind_it_in_sequence_order() -> None:
-    wire, _, pipeline, budget = _raw(transactional_id=None)
-    budget.take(300)
-    first, second, third = _batch(2), _batch(3), _batch(1)
-    for batch, records, source in ((first, 2, 10), (second, 3, 12), (third, 1, 15)):
-        pipeline.send(T0, batch, records, 100, source)
-    pipeline.pump()
-    assert len(wire.produced) == 3, "pipelined: each batch in a request of its own"
-    # A just-created partition: the broker is not its leader yet; the later batches then fail the
-    # sequence check, since the broker waits for the refused one's sequence.
-    for (_, request, future), code in zip(wire.produced, (6, 45, 45), strict=True):
-        future.success(_produce_response(request, code))
-    pipeline.reap()  # nothing raised: the batches were never appended, so they are sent again
-    assert (budget.used, pipeline.acked_records, wire.metadata_refreshes) == (300, 0, 1)
-    _pump_past_the_backoff(pipeline)
-    resent = [bytes(r.topic_data[0].partition_data[0].records) for _, r, _ in wire.produced[3:]]
-    assert resent == [bytes(first), bytes(second), bytes(third)], "same bytes, same sequences, same order"
-    wire.poll(0)
-    pipeline.reap()
-    assert (pipeline.backlog, pipeline.acked_records, budget.used, pipeline.resent) == (0, 6, 0, 3)
-
-
-def test_a_batch_refused_every_time_voids_the_cycle_in_the_end() -> None:
-    wire, _, pipeline, budget = _raw(transactional_id=None)
-    budget.take(100)
-    pipeline.send(T0, _batch(1), 1, 100, 10)
-    with pytest.raises(AbortCycle, match="NOT_LEADER_FOR_PARTITION"):
-        for _ in range(100):
-            _pump_past_the_backoff(pipeline)
-            _, request, future = wire.produced[-1]
-            future.success(_produce_response(request, 6))
-            pipeline.reap()
-    assert len(wire.produced) == 17 and budget.used == 0, "16 more attempts, then the cycle is void"
 
 
 # -- the committer ----------------------------------------------------------------------------------
