@@ -186,9 +186,8 @@ class RawPath:
         """Batch counts for progress logs."""
         fallback = ", ".join(f"{n} {why}" for why, n in sorted(self.reencoded.items())) or "none"
         peak = self.budget.peak / 1e6
-        resent = f", {self.producer.resent} sent again after a refusal" if self.producer.resent else ""
         return (
-            f"raw mode: {self.forwarded} batches forwarded as they are, re-encoded: {fallback}{resent}; "
+            f"raw mode: {self.forwarded} batches forwarded as they are, re-encoded: {fallback}; "
             f"memory peak {peak:.1f} MB"
         )
 
