@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    OffsetSpec,
+)
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
@@ -246,6 +254,40 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "CREATE", [topic]) or TaskFailure(
                         f"cannot create {kind} {topic!r}: {exc.args[0].str()}"
                     ) from exc
+        self._await_leaders({t.topic: range(t.num_partitions) for t in new})
+
+    def _await_leaders(self, partitions: dict[str, range]) -> None:
+        """Wait until the leader of every new partition serves it (ListOffsets answers).
+
+        CreateTopics returns before the brokers have taken up the new partitions' leadership; a
+        transactional Produce in that window is refused (NOT_LEADER_OR_FOLLOWER), its cycle aborted,
+        and the abort's markers wait on the same partitions: seconds of stall (up to 30 s seen with
+        200 partitions) on every new topic. A few milliseconds of waiting here spare all of it.
+        """
+        waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
+        deadline = time.monotonic() + self.timeout_s
+        while waiting:
+            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+            futures = self.target_admin.list_offsets({tp: latest for tp in waiting})
+            still = []
+            for tp, future in futures.items():
+                try:
+                    future.result(self.timeout_s)
+                except KafkaException:
+                    still.append(tp)
+            if not still:
+                return
+            if time.monotonic() > deadline:
+                log.warning(
+                    "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s; mirroring anyway",
+                    len(still),
+                    still[0].topic,
+                    still[0].partition,
+                    self.timeout_s,
+                )
+                return
+            waiting = still
+            time.sleep(0.05)
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]
@@ -258,6 +300,7 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "ALTER", [topic]) or TaskFailure(
                         f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
                     ) from exc
+        self._await_leaders({m.target_topic: range(existing[m.target_topic], m.source_partitions) for m in short})
 
     def _sync_configs(
         self,
