@@ -419,3 +419,12 @@ def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_b
     assert fetcher.collect()
     assert fetcher.pop(tp) is None, "data fetched for the previous assignment is never queued"
     assert fetcher.budget.used == 0, "its reservation went back to the budget"
+
+
+def test_raw_mode_s_connections_read_the_socket_in_large_chunks() -> None:
+    """The pinned kafka-python's transports take the large reads (an upgrade that changes them
+    fails here, not silently at 4 KB per call)."""
+    import mirror_sink.raw.wire  # noqa: F401  (installs them)
+    from mirror_sink.raw import receive
+
+    assert receive.installed()
