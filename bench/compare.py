@@ -3,14 +3,18 @@
     .venv/bin/python -m bench.compare                  # local clusters; rewrites docs/benchmarks.md + PNGs
     .venv/bin/python -m bench.compare --quick --out /tmp/bench    # a smoke run in about two minutes
     .venv/bin/python -m bench.compare --source HOST:9092 --target HOST:9092   # any two clusters
+    .venv/bin/python -m bench.compare --codecs lz4 --mirrors raw-eos,mm2-eos --latency-rates 2000 --no-scaling
 
 For each codec it writes the same source data once (1 KB JSON-like records, six partitions,
 producer batches of 64 KB to 1 MB), measures the ceiling (the target ingesting those very batches
 with no mirror in between), then mirrors the data with each mirror in turn, each into its own target
 topic: MirrorMaker 2 in dedicated mode from Maven Central, at least once and exactly once (KIP-618),
 and mirror-sink in record mode and raw mode exactly once, and raw mode at least once. Then it
-measures end-to-end latency through each mirror under a steady produce rate. Results go to
-``<out>/benchmarks.json``, ``<out>/benchmarks.md`` and PNG plots beside it.
+measures end-to-end latency through each latency mirror at each of several produce rates (reporting
+the rate the load generator actually reached, and for exactly-once mirrors the transaction markers the
+run added to the target log), and how raw mode (and record mode) scale with ``tasks.max`` on a topic
+with many partitions. Results go to ``<out>/benchmarks.json``, ``<out>/benchmarks.md`` and PNG plots
+beside it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -32,17 +36,31 @@ from typing import Any
 import psutil
 
 from bench.ceiling import target_ingest
-from bench.latency import Latency, StartMirror, measure_latency
+from bench.latency import (
+    CONTROL_BATCH_BYTES,
+    RunningMirror,
+    StartMirror,
+    logged_transactions,
+    measure_latency,
+    prometheus_transactions,
+)
 from bench.mirror_throughput import MODES, PARTITIONS, RECORD_BYTES, Result, json_like_values, mirror_once, write_source
 from bench.mm2 import run_mm2, start_mm2
 from bench.report import write_report
 from devkafka.backends import reap_with_this_process
+from devkafka.cluster import free_port
 from devkafka.pair import DevClusters
 from devkafka.paths import kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
 MIRRORS = ("mm2-alo", "mm2-eos", "record-eos", "raw-eos", "raw-alo")
 CODECS = ("none", "lz4", "zstd", "gzip")
+#: The latency runs' mirrors by default: MM2's at-least-once run adds little next to raw-alo's.
+LATENCY_MIRRORS = ("mm2-eos", "record-eos", "raw-eos", "raw-alo")
+DEFAULT_LATENCY_RATES = "2000,20000,100000"
+#: Distinct 1 KB values the latency load cycles through (so that batches compress like real data).
+LATENCY_VALUES = 256
+SCALING_CODEC = "lz4"
 
 
 class Progress:
@@ -99,7 +117,7 @@ def _throughput(mirror: str, codec: str, src: str, tgt: str, *, topic: str, reco
 
 
 def _sink_starter(mirror: str, src: str, tgt: str, workdir: Path) -> StartMirror:
-    def start(topic: str) -> tuple[str, Callable[[], None]]:
+    def start(topic: str) -> RunningMirror:
         name = f"lat-{mirror}-{time.time_ns() // 1_000_000}"
         config = {
             "name": name,
@@ -111,83 +129,207 @@ def _sink_starter(mirror: str, src: str, tgt: str, workdir: Path) -> StartMirror
         }
         path = workdir / f"{name}.json"
         path.write_text(json.dumps({"name": name, "config": config}))
-        with open(workdir / f"{name}.log", "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "mirror_sink.cli", "run", str(path)], stdout=log, stderr=log)
+        log_path = workdir / f"{name}.log"
+        # Its own metrics endpoint: the transactions it committed and aborted, counted by the mirror.
+        port = free_port()
+        argv = [sys.executable, "-m", "mirror_sink.cli", "run", str(path), "--metrics-port", str(port)]
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=log)
         reap_with_this_process(pid=proc.pid)
 
         def stop() -> None:
             proc.terminate()
             proc.wait(60)
 
-        return f"{name}.{topic}", stop
+        def transactions() -> tuple[int, int] | None:
+            return prometheus_transactions(port) or logged_transactions(log_path)
+
+        return RunningMirror(f"{name}.{topic}", stop, transactions)
 
     return start
 
 
 def _mm2_starter(exactly_once: bool, src: str, tgt: str, workdir: Path) -> StartMirror:
-    def start(topic: str) -> tuple[str, Callable[[], None]]:
+    def start(topic: str) -> RunningMirror:
         mm2 = start_mm2(src, tgt, topic, exactly_once=exactly_once, workdir=workdir, tasks=PARTITIONS)
-        return mm2.target_topic, mm2.stop
+        return RunningMirror(mm2.target_topic, mm2.stop)
 
     return start
 
 
-def _latency(mirror: str, src: str, tgt: str, *, workdir: Path, rate: int, seconds: float) -> Latency:
+def _latency(
+    mirror: str, src: str, tgt: str, *, workdir: Path, rate: int, seconds: float, drain_s: float
+) -> dict[str, Any]:
+    """One latency run through ``mirror`` at ``rate`` records/s; the entry for the results' latency list."""
     start = (
         _mm2_starter(mirror == "mm2-eos", src, tgt, workdir)
         if mirror.startswith("mm2-")
         else _sink_starter(mirror, src, tgt, workdir)
     )
     topic = f"bench-latency-{mirror}-{time.time_ns() // 1_000_000}"
-    return measure_latency(
-        src, tgt, topic, start, partitions=PARTITIONS, rate_per_s=rate, seconds=seconds, value=json_like_values(1)[0]
+    lat = measure_latency(
+        src, tgt, topic, start, partitions=PARTITIONS, rate_per_s=rate, seconds=seconds,
+        values=json_like_values(LATENCY_VALUES), transactional=mirror.endswith("-eos"), drain_timeout_s=drain_s,
+    )  # fmt: skip
+    entry: dict[str, Any] = {"mirror": mirror, **asdict(lat)}
+    entry["commits_from"] = "mirror" if lat.commits is not None else None
+    if lat.commits is None and mirror == "mm2-eos" and lat.markers is not None:
+        # One MM2 task per partition (tasks.max = partitions), so each transaction writes one target
+        # partition and leaves exactly one marker there: the markers count its data-carrying commits.
+        entry["commits"] = lat.markers
+        entry["commits_per_s"] = lat.markers_per_s
+        entry["commits_from"] = "markers"
+    return entry
+
+
+def _print_latency(entry: Mapping[str, Any]) -> None:
+    achieved = entry.get("achieved_rate_per_s") or 0.0
+    line = (
+        f"    achieved {achieved:,.0f} records/s; p50 {entry['p50_ms']:.0f} ms, p99 {entry['p99_ms']:.0f} ms, "
+        f"max {entry['max_ms']:.0f} ms"
     )
+    if not entry.get("complete", True):
+        line += f"; INCOMPLETE: {entry['records']:,} of {entry['produced']:,} records arrived"
+    if entry.get("markers") is not None:
+        share = entry.get("marker_share")
+        line += f"; {entry['markers']:,} markers ({entry.get('markers_per_s') or 0:.1f}/s"
+        line += f", {share:.2%} of target offsets)" if share is not None else ")"
+    if entry.get("marker_bytes_share") is not None:
+        line += f", marker bytes {entry['marker_bytes_share']:.3%} of data bytes"
+    if entry.get("commits") is not None:
+        line += f"; {entry['commits']:,} commits"
+        if entry.get("aborted"):
+            line += f", {entry['aborted']:,} aborted"
+    print(line, flush=True)
+
+
+def _scaling_run(
+    mirror: str, tasks: int, src: str, tgt: str, *, topic: str, records: int, workdir: Path
+) -> dict[str, Any]:
+    """Mirror the scaling topic with ``mirror`` at ``tasks.max = tasks``; the entry for the results' scaling list."""
+    extra = {"target.cluster.producer.compression.type": SCALING_CODEC, "tasks.max": str(tasks)}
+    result = mirror_once(
+        mirror, SCALING_CODEC, src, tgt, topic, records=records, workdir=workdir,
+        on_progress=Progress(f"{mirror} x{tasks}"), extra=extra,
+    )  # fmt: skip
+    keep = ("seconds", "mb_per_s", "cpu_seconds", "cpu_s_per_gb", "peak_rss_mb")
+    return {"mirror": mirror, "tasks": tasks, **{k: getattr(result, k) for k in keep}}
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+class _Steps:
+    """Numbers the run's steps as they start: "[3/17] ..."."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+
+    def announce(self, what: str) -> None:
+        """Print the next step's heading."""
+        self.done += 1
+        print(f"[{self.done}/{self.total}] {what}", flush=True)
+
+
+def _throughput_step(
+    args: argparse.Namespace, steps: _Steps, src: str, tgt: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per codec: write the source, measure the ceiling, mirror with each mirror; (throughput, ceiling) entries."""
+    records = int(args.gb * 1e9 / RECORD_BYTES)
+    throughput: list[dict[str, Any]] = []
+    ceiling: list[dict[str, Any]] = []
+    for codec in _csv(args.codecs):
+        topic = f"bench-{codec}-{time.time_ns() // 1_000_000}"
+        steps.announce(f"writing {records * RECORD_BYTES / 1e9:.2f} GB of {codec} records to {topic}")
+        write_source(src, topic, records, codec)
+        steps.announce(f"{codec}: the target ingesting the source's batches, no mirror")
+        top = target_ingest(
+            src, tgt, topic, partitions=PARTITIONS, target_topic=f"ceiling.{topic}", on_progress=Progress("ceiling")
+        )
+        ceiling_mbps = top.records * RECORD_BYTES / 1e6 / top.seconds
+        ceiling.append({"codec": codec, "seconds": top.seconds, "mb_per_s": ceiling_mbps})
+        print(f"    ceiling: {ceiling_mbps:.1f} MB/s ({top.batches:,} batches)", flush=True)
+        for mirror in _csv(args.mirrors):
+            steps.announce(f"{codec}: mirroring with {mirror}")
+            result = _throughput(mirror, codec, src, tgt, topic=topic, records=records, workdir=args.workdir)
+            throughput.append({k: v for k, v in asdict(result).items() if k not in ("mode", "records", "megabytes")})
+            throughput[-1]["mirror"] = mirror
+            print(
+                f"    {result.seconds:.1f} s, {result.mb_per_s:.1f} MB/s ({result.mb_per_s / ceiling_mbps:.0%} of the "
+                f"ceiling), {result.cpu_s_per_gb:.1f} CPU-s/GB, peak RSS {result.peak_rss_mb:.0f} MB",
+                flush=True,
+            )
+    return throughput, ceiling
+
+
+def _scaling_step(args: argparse.Namespace, steps: _Steps, src: str, tgt: str) -> list[dict[str, Any]]:
+    """Write the many-partition topic once, mirror it with each scaling mirror at each task count."""
+    records = int(args.scaling_gb * 1e9 / RECORD_BYTES)
+    topic = f"bench-scaling-{time.time_ns() // 1_000_000}"
+    steps.announce(
+        f"writing {records * RECORD_BYTES / 1e9:.2f} GB of {SCALING_CODEC} records to {topic} "
+        f"({args.scaling_partitions} partitions)"
+    )
+    write_source(src, topic, records, SCALING_CODEC, partitions=args.scaling_partitions)
+    scaling: list[dict[str, Any]] = []
+    for mirror in _csv(args.scaling_mirrors):
+        for tasks in (int(t) for t in _csv(args.scaling_tasks)):
+            steps.announce(f"task scaling: {mirror} with tasks.max={tasks}")
+            try:
+                entry = _scaling_run(mirror, tasks, src, tgt, topic=topic, records=records, workdir=args.workdir)
+            except Exception as exc:  # one failed configuration must not cost the rest of the run
+                print(f"    FAILED: {exc}", flush=True)
+                scaling.append({"mirror": mirror, "tasks": tasks, "error": str(exc)})
+                continue
+            scaling.append(entry)
+            base = next((e for e in scaling if e["mirror"] == mirror and e["tasks"] == 1 and "error" not in e), None)
+            speedup = f", {entry['mb_per_s'] / base['mb_per_s']:.2f}x one task's MB/s" if base else ""
+            print(
+                f"    {entry['seconds']:.1f} s, {entry['mb_per_s']:.1f} MB/s, {entry['cpu_s_per_gb']:.1f} "
+                f"CPU-s/GB, peak RSS {entry['peak_rss_mb']:.0f} MB{speedup}",
+                flush=True,
+            )
+    return scaling
+
+
+def _latency_step(args: argparse.Namespace, steps: _Steps, src: str, tgt: str) -> list[dict[str, Any]]:
+    """Each latency mirror at each rate (rates in the outer loop, so mirrors alternate over time)."""
+    latency: list[dict[str, Any]] = []
+    for rate in _rates(args):
+        for mirror in _csv(args.latency_mirrors):
+            steps.announce(f"latency through {mirror}: {rate:,} records/s for {args.latency_seconds:.0f} s")
+            try:
+                entry = _latency(
+                    mirror, src, tgt, workdir=args.workdir, rate=rate, seconds=args.latency_seconds,
+                    drain_s=args.latency_drain_seconds,
+                )  # fmt: skip
+            except Exception as exc:  # a mirror that cannot start must not cost the rest of the run
+                print(f"    FAILED: {exc}", flush=True)
+                latency.append({"mirror": mirror, "rate_per_s": rate, "error": str(exc)})
+                continue
+            latency.append(entry)
+            _print_latency(entry)
+    return latency
+
+
+def _rates(args: argparse.Namespace) -> list[int]:
+    return [int(float(r)) for r in _csv(args.latency_rates)]
 
 
 def run(args: argparse.Namespace, src: str, tgt: str) -> dict[str, Any]:
     """Every measurement; the results dict ``bench.report`` renders."""
-    workdir: Path = args.workdir
-    workdir.mkdir(parents=True, exist_ok=True)
-    records = int(args.gb * 1e9 / RECORD_BYTES)
-    mirrors = args.mirrors.split(",")
-    codecs = args.codecs.split(",")
-    steps = len(codecs) * (len(mirrors) + 2) + len(mirrors)
-    step = 0
-
-    def announce(what: str) -> None:
-        nonlocal step
-        step += 1
-        print(f"[{step}/{steps}] {what}", flush=True)
-
-    throughput: list[dict[str, Any]] = []
-    ceiling: list[dict[str, Any]] = []
-    for codec in codecs:
-        topic = f"bench-{codec}-{time.time_ns() // 1_000_000}"
-        announce(f"writing {records * RECORD_BYTES / 1e9:.2f} GB of {codec} records to {topic}")
-        write_source(src, topic, records, codec)
-        announce(f"{codec}: the target ingesting the source's batches, no mirror")
-        top = target_ingest(
-            src, tgt, topic, partitions=PARTITIONS, target_topic=f"ceiling.{topic}", on_progress=Progress("ceiling")
-        )
-        mb = top.records * RECORD_BYTES / 1e6
-        ceiling.append({"codec": codec, "seconds": top.seconds, "mb_per_s": mb / top.seconds})
-        print(f"    ceiling: {mb / top.seconds:.1f} MB/s ({top.batches:,} batches)", flush=True)
-        for mirror in mirrors:
-            announce(f"{codec}: mirroring with {mirror}")
-            result = _throughput(mirror, codec, src, tgt, topic=topic, records=records, workdir=workdir)
-            throughput.append({k: v for k, v in asdict(result).items() if k not in ("mode", "records", "megabytes")})
-            throughput[-1]["mirror"] = mirror
-            print(
-                f"    {result.seconds:.1f} s, {result.mb_per_s:.1f} MB/s, {result.cpu_s_per_gb:.1f} CPU-s/GB, "
-                f"peak RSS {result.peak_rss_mb:.0f} MB",
-                flush=True,
-            )
-    latency: list[dict[str, Any]] = []
-    for mirror in mirrors:
-        announce(f"latency through {mirror}: {args.latency_rate} records/s for {args.latency_seconds:.0f} s")
-        lat = _latency(mirror, src, tgt, workdir=workdir, rate=args.latency_rate, seconds=args.latency_seconds)
-        latency.append({"mirror": mirror, **asdict(lat)})
-        print(f"    p50 {lat.p50_ms:.0f} ms, p99 {lat.p99_ms:.0f} ms, max {lat.max_ms:.0f} ms", flush=True)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    n_scaling = len(_csv(args.scaling_mirrors)) * len(_csv(args.scaling_tasks)) + 1 if args.scaling else 0
+    steps = _Steps(
+        len(_csv(args.codecs)) * (len(_csv(args.mirrors)) + 2)
+        + n_scaling
+        + len(_rates(args)) * len(_csv(args.latency_mirrors))
+    )
+    throughput, ceiling = _throughput_step(args, steps, src, tgt)
+    scaling = _scaling_step(args, steps, src, tgt) if args.scaling else []
+    latency = _latency_step(args, steps, src, tgt)
     return {
         "command": " ".join([".venv/bin/python -m bench.compare", *map(shlex.quote, sys.argv[1:])]),
         "machine": _machine(),
@@ -200,7 +342,28 @@ def run(args: argparse.Namespace, src: str, tgt: str) -> dict[str, Any]:
         "throughput": throughput,
         "ceiling": ceiling,
         "latency": latency,
+        "latency_seconds": args.latency_seconds,
+        "latency_rates": _rates(args),
+        "control_batch_bytes": CONTROL_BATCH_BYTES,
+        "scaling": scaling,
+        "scaling_gb": args.scaling_gb if args.scaling else None,
+        "scaling_partitions": args.scaling_partitions if args.scaling else None,
+        "scaling_codec": SCALING_CODEC if args.scaling else None,
     }
+
+
+def _resolve(args: argparse.Namespace) -> None:
+    """Fill the options left unset with the full run's defaults, or --quick's."""
+    quick = args.quick
+    if quick:
+        args.gb, args.codecs = 0.005, "lz4"
+    if args.latency_rate is not None:  # the single-rate option of earlier versions
+        args.latency_rates = args.latency_rates or str(args.latency_rate)
+    args.latency_rates = args.latency_rates or ("500,5000" if quick else DEFAULT_LATENCY_RATES)
+    args.latency_seconds = args.latency_seconds or (3.0 if quick else 20.0)
+    args.latency_drain_seconds = args.latency_drain_seconds or (60.0 if quick else 180.0)
+    args.scaling = (not quick) if args.scaling is None else args.scaling
+    args.scaling_gb = args.scaling_gb or (0.01 if quick else 0.5)
 
 
 def main() -> int:
@@ -209,16 +372,56 @@ def main() -> int:
     parser.add_argument("--gb", type=float, default=0.5, help="uncompressed GB of 1 KB records per codec")
     parser.add_argument("--codecs", default=",".join(CODECS), help="comma-separated: none, gzip, snappy, lz4, zstd")
     parser.add_argument("--mirrors", default=",".join(MIRRORS), help=f"comma-separated, of {', '.join(MIRRORS)}")
-    parser.add_argument("--latency-rate", type=int, default=2000, help="records per second in the latency runs")
-    parser.add_argument("--latency-seconds", type=float, default=20.0, help="length of each latency run")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 5 MB of lz4, 3-second latency runs")
+    parser.add_argument(
+        "--latency-rates",
+        help=f"comma-separated records/s, one latency run per mirror at each (default {DEFAULT_LATENCY_RATES}; "
+        "--quick: 500,5000)",
+    )
+    parser.add_argument("--latency-rate", type=int, help="a single latency rate (same as --latency-rates RATE)")
+    parser.add_argument(
+        "--latency-mirrors",
+        default=",".join(LATENCY_MIRRORS),
+        help="comma-separated mirrors for the latency runs (default %(default)s; mm2-alo too if wanted)",
+    )
+    parser.add_argument(
+        "--latency-seconds", type=float, help="length of each latency run's produce phase (default 20, --quick 3)"
+    )
+    parser.add_argument(
+        "--latency-drain-seconds",
+        type=float,
+        help="how long a latency run waits after producing for the last records to arrive (default 180, --quick 60)",
+    )
+    parser.add_argument(
+        "--scaling",
+        action=argparse.BooleanOptionalAction,
+        help="the task-scaling step (default: on, off with --quick)",
+    )
+    parser.add_argument(
+        "--scaling-gb", type=float, help="uncompressed GB for the scaling topic (default 0.5, --quick 0.01)"
+    )
+    parser.add_argument(
+        "--scaling-mirrors",
+        default="raw-eos,record-eos",
+        help="comma-separated mirror-sink modes (default %(default)s)",
+    )
+    parser.add_argument(
+        "--scaling-tasks", default="1,2,4", help="comma-separated tasks.max values (default %(default)s)"
+    )
+    parser.add_argument("--scaling-partitions", type=int, default=24, help="partitions of the scaling topic")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 5 MB of lz4, 3-second latency runs at 500 and 5,000/s"
+    )
     parser.add_argument("--source", help="source bootstrap servers (default: local clusters started here)")
     parser.add_argument("--target", help="target bootstrap servers")
     parser.add_argument("--out", type=Path, default=ROOT / "docs", help="where benchmarks.md, .json and PNGs go")
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "results", help="logs and local clusters")
     args = parser.parse_args()
-    if args.quick:
-        args.gb, args.codecs, args.latency_rate, args.latency_seconds = 0.005, "lz4", 500, 3.0
+    _resolve(args)
+    unknown = set(_csv(args.scaling_mirrors)) - set(MODES)
+    if args.scaling and unknown:
+        parser.error(
+            f"--scaling-mirrors takes mirror-sink modes ({', '.join(MODES)}), not {', '.join(sorted(unknown))}"
+        )
     if bool(args.source) != bool(args.target):
         parser.error("give both --source and --target, or neither")
     clusters = None

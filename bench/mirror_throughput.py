@@ -13,9 +13,11 @@ machine.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -56,6 +58,11 @@ class Result:
     cpu_seconds: float
     cpu_s_per_gb: float
     peak_rss_mb: float
+    #: The copy alone: from the first task's "reading N source partitions" log line to the shadow
+    #: group holding every offset (process start, connections and the group join left out); the
+    #: figure to hold against the ceiling, which is timed without any start-up either.
+    copy_seconds: float | None = None
+    copy_mb_per_s: float | None = None
 
 
 def json_like_values(n: int) -> list[bytes]:
@@ -78,12 +85,12 @@ def json_like_values(n: int) -> list[bytes]:
 BATCH_SIZES = (64 * 1024, 256 * 1024, 1024 * 1024)
 
 
-def write_source(bootstrap: Address, topic: str, records: int, codec: str) -> None:
-    """``records`` 1 KB records compressed with ``codec``, producer batches of 64 KB to 1 MB.
+def write_source(bootstrap: Address, topic: str, records: int, codec: str, *, partitions: int = PARTITIONS) -> None:
+    """``records`` 1 KB records compressed with ``codec``, producer batches of 64 KB to 1 MB, over ``partitions``.
 
     ``bootstrap`` is an address, or client settings with a secured cluster's SASL/TLS keys.
     """
-    create_topic(bootstrap, topic, PARTITIONS)
+    create_topic(bootstrap, topic, partitions)
     values = json_like_values(4096)
     producers = [
         Producer(
@@ -99,7 +106,7 @@ def write_source(bootstrap: Address, topic: str, records: int, codec: str) -> No
     ]
     started = time.monotonic()
     for i in range(records):
-        partition = i % PARTITIONS
+        partition = i % partitions
         producer = producers[partition % len(producers)]
         while True:
             try:
@@ -134,7 +141,8 @@ def mirror_once(
     are addresses, or client settings (a secured cluster's SASL/TLS keys), which the connector gets as
     its ``source.cluster.*`` and ``target.cluster.*`` keys.
     """
-    name = f"bench-{mode}-{int(time.time())}"
+    # Milliseconds: runs a second apart (a task-count sweep over a small topic) get names of their own.
+    name = f"bench-{mode}-{time.time_ns() // 1_000_000}"
     config = {
         "name": name,
         "connector.class": "MirrorSinkConnector",
@@ -164,7 +172,7 @@ def mirror_once(
     peak_rss = 0
     cpu_by_pid: dict[int, float] = {}
     while True:
-        time.sleep(0.5)
+        time.sleep(0.2)
         try:
             # The whole process tree: Spark's JVM and Python workers count as the mirror's cost.
             rss = 0
@@ -187,13 +195,37 @@ def mirror_once(
         if proc.poll() is not None:
             raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}")
     seconds = time.monotonic() - started
+    finished_at = time.time()
     cpu = sum(cpu_by_pid.values())
     proc.terminate()
     proc.wait(60)
     megabytes = records * RECORD_BYTES / 1e6
+    reading_at = _first_reading(log_path)
+    copy_seconds = finished_at - reading_at if reading_at is not None else None
     return Result(
-        codec, mode, records, megabytes, seconds, megabytes / seconds, cpu, cpu / (megabytes / 1000), peak_rss / 1e6
+        codec,
+        mode,
+        records,
+        megabytes,
+        seconds,
+        megabytes / seconds,
+        cpu,
+        cpu / (megabytes / 1000),
+        peak_rss / 1e6,
+        copy_seconds,
+        megabytes / copy_seconds if copy_seconds else None,
     )
+
+
+_READING = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*\] reading \d+ source partitions", re.MULTILINE)
+
+
+def _first_reading(log_path: Path) -> float | None:
+    """When the first task started reading (its log line's local time), as a Unix time."""
+    found = _READING.search(log_path.read_text(errors="replace"))
+    if found is None:
+        return None
+    return datetime.datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
 def main() -> int:

@@ -1,11 +1,12 @@
-"""Benchmark results to docs: a Markdown page and three PNG plots beside it.
+"""Benchmark results to docs: a Markdown page and four PNG plots beside it.
 
     .venv/bin/python -m bench.report results.json docs/
 
 reads a saved results dict (what the comparison benchmark writes) and writes ``benchmarks.md``,
-``benchmarks-throughput.png``, ``benchmarks-cpu.png`` and ``benchmarks-latency.png`` into the output
-directory. Every figure on the page, the headline ratios included, is computed from the results; any
-entry may be missing, and shows as "-" in the tables and as a gap in the plots.
+``benchmarks-throughput.png``, ``benchmarks-cpu.png``, ``benchmarks-latency.png`` and
+``benchmarks-latency-rate.png`` into the output directory. Every figure on the page, the headline
+ratios included, is computed from the results; any entry may be missing, and shows as "-" in the
+tables and as a gap in the plots.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import ScalarFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter, ScalarFormatter
 
 THROUGHPUT_PNG = "benchmarks-throughput.png"
 CPU_PNG = "benchmarks-cpu.png"
 LATENCY_PNG = "benchmarks-latency.png"
+LATENCY_RATE_PNG = "benchmarks-latency-rate.png"
 #: ``bench.tls_throughput``'s saved results, rendered as the page's last section when beside the page.
 TLS_RESULTS = "benchmarks-tls.json"
 
@@ -79,6 +81,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "throughput": ("codec", "mirror"),
     "ceiling": ("codec",),
     "latency": ("mirror",),
+    "scaling": ("mirror", "tasks"),
 }
 
 
@@ -203,6 +206,31 @@ def format_cpu(f: float | None) -> str:
     return f"{_factor(1 / f)} less CPU" if f < 1 else f"{_factor(f)} more CPU"
 
 
+def _ratio(value: float | None, base: float | None) -> float | None:
+    """``value / base``, or None when either is missing or ``base`` is 0."""
+    if value is None or not base:
+        return None
+    return value / base
+
+
+def _share(fraction: float | None) -> str:
+    """A fraction as a percentage with two significant figures below 10% ("0.0062%", "1.5%", "37%")."""
+    if fraction is None:
+        return DASH
+    pct = fraction * 100
+    if pct == 0:
+        return "0%"
+    if abs(pct) >= 9.95:
+        return f"{pct:.0f}%"
+    decimals = max(1, 1 - math.floor(math.log10(abs(pct))))
+    return f"{pct:.{decimals}f}%"
+
+
+def _rate(value: float | None) -> str:
+    """Records per second as "2,000/s"."""
+    return DASH if value is None else f"{value:,.0f}/s"
+
+
 def _row(cells: Iterable[str]) -> str:
     # A "|" inside a cell (e.g. in a mirror name) would split the Markdown column.
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
@@ -238,25 +266,59 @@ def _headline(results: Mapping[str, Any]) -> list[str]:
             lines.append(f"- **{codec}**: " + "; ".join(parts) + ".")
 
     lines += _latency_headline(_entries(results, "latency"))
+    lines += _scaling_headline(results)
     if not lines:
         lines.append(f"- No ratio to quote: this run lacks {MM2_EOS} or mirror-sink's exactly-once figures.")
     return lines
 
 
+#: The rate the headline quotes latency at when the run measured it (the rate of earlier runs of this page).
+HEADLINE_RATE = 2000
+
+
 def _latency_headline(entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """raw-eos against mm2-eos p99 at the first rate both were measured at (latency depends on the rate)."""
-    mm2 = {_num(e, "rate_per_s"): e for e in entries if e["mirror"] == MM2_EOS and _num(e, "p99_ms") is not None}
-    for raw in entries:
-        rate = _num(raw, "rate_per_s")
-        p99_raw = _num(raw, "p99_ms")
-        if raw["mirror"] != RAW_EOS or p99_raw is None or rate not in mm2:
+    """raw-eos against mm2-eos p99 at 2,000 records/s, or else the first rate both were measured at.
+
+    Latency depends on the rate, so only runs at the same asked-for rate are compared; the markers per
+    1,000 records each wrote at that rate follow when the run counted them.
+    """
+    measured = [e for e in entries if _num(e, "p99_ms") is not None]
+    mm2 = {_num(e, "rate_per_s"): e for e in measured if e["mirror"] == MM2_EOS}
+    raw = {_num(e, "rate_per_s"): e for e in measured if e["mirror"] == RAW_EOS}
+    common = [r for r in raw if r in mm2]
+    if not common:
+        return []
+    rate = HEADLINE_RATE if HEADLINE_RATE in common else common[0]
+    r, m = raw[rate], mm2[rate]
+    at = f" at {rate:,.0f} records/s" if rate is not None else ""
+    line = (
+        f"- **latency**{at}: {RAW_EOS} p99 **{_fmt(_num(r, 'p99_ms'), 0)} ms**, {MM2_EOS} p99 "
+        f"**{_fmt(_num(m, 'p99_ms'), 0)} ms** (both exactly-once, so both include the wait for the transaction "
+        "to commit)"
+    )
+    r_markers, m_markers = _num(r, "markers_per_1k_records"), _num(m, "markers_per_1k_records")
+    if r_markers is not None and m_markers is not None:
+        line += f"; transaction markers per 1,000 records: {RAW_EOS} {_fmt(r_markers)}, {MM2_EOS} {_fmt(m_markers)}"
+    return [line + "."]
+
+
+def _scaling_headline(results: Mapping[str, Any]) -> list[str]:
+    """Each scaling mirror's MB/s at its largest task count over its one-task MB/s."""
+    entries = [e for e in _entries(results, "scaling") if _num(e, "mb_per_s")]
+    parts: list[str] = []
+    for mirror in _mirrors(entries):
+        by_tasks = {_num(e, "tasks"): e for e in entries if e["mirror"] == mirror}
+        top = max((t for t in by_tasks if t is not None), default=None)
+        one = _num(by_tasks.get(1.0), "mb_per_s")
+        if top is None or top <= 1 or not one:
             continue
-        at = f" at {rate:,.0f} records/s" if rate is not None else ""
-        return [
-            f"- **latency**{at}: {RAW_EOS} p99 {_fmt(p99_raw, 0)} ms, {MM2_EOS} p99 "
-            f"{_fmt(_num(mm2[rate], 'p99_ms'), 0)} ms (both exactly-once, so both include the transaction interval)."
-        ]
-    return []
+        speedup = (_num(by_tasks[top], "mb_per_s") or 0.0) / one
+        parts.append(f"{mirror} with tasks.max={top:.0f} moves {speedup:.2f}{TIMES} its one-task MB/s")
+    if not parts:
+        return []
+    partitions = _num(results, "scaling_partitions")
+    where = f" ({partitions:.0f} partitions)" if partitions is not None else ""
+    return [f"- **task scaling**{where}: " + "; ".join(parts) + "."]
 
 
 def _method(results: Mapping[str, Any]) -> str:
@@ -294,9 +356,20 @@ def _method(results: Mapping[str, Any]) -> str:
 def _throughput_section(results: Mapping[str, Any]) -> list[str]:
     tp, ceil = _throughput_index(results), _ceiling_index(results)
     mirrors = _mirrors(_entries(results, "throughput"))
-    header = ["mirror", "seconds", "MB/s", "CPU-s/GB", "peak RSS MB", "speed vs MM2", "CPU/GB vs MM2"]
+    header = [
+        "mirror",
+        "seconds",
+        "MB/s",
+        "copy MB/s",
+        "of ceiling",
+        "CPU-s/GB",
+        "peak RSS MB",
+        "speed vs MM2",
+        "CPU/GB vs MM2",
+    ]
     lines: list[str] = []
     for codec in _codecs(results):
+        ceil_mbps = _num(ceil.get(codec), "mb_per_s")
         rows: list[list[str]] = []
         for mirror in mirrors:
             entry = tp.get((codec, mirror))
@@ -313,6 +386,8 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
                     f"`{mirror}`",
                     _fmt(_num(entry, "seconds"), 1),
                     _fmt(_num(entry, "mb_per_s"), 1),
+                    _fmt(_num(entry, "copy_mb_per_s"), 1),
+                    _share(_ratio(_num(entry, "copy_mb_per_s") or _num(entry, "mb_per_s"), ceil_mbps)),
                     _fmt(_num(entry, "cpu_s_per_gb"), 1),
                     _fmt(_num(entry, "peak_rss_mb"), 0),
                     speed,
@@ -321,7 +396,11 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
             )
         if codec in ceil:
             c = ceil[codec]
-            rows.append([CEILING_LABEL, _fmt(_num(c, "seconds"), 1), _fmt(_num(c, "mb_per_s"), 1)] + [DASH] * 4)
+            rows.append(
+                [CEILING_LABEL, _fmt(_num(c, "seconds"), 1), _fmt(_num(c, "mb_per_s"), 1)]
+                + [_fmt(_num(c, "mb_per_s"), 1), "100%"]
+                + [DASH] * 4
+            )
         if rows:
             lines += [f"### Codec `{codec}`", "", *_table(header, rows), ""]
     if not lines:
@@ -330,41 +409,202 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         f"Ratios compare each mirror with MirrorMaker 2 at the same delivery guarantee in the same run "
         f"(exactly-once rows with `{MM2_EOS}`, at-least-once rows with `{MM2_ALO}`), always as a factor of at "
         f'least 1 with its direction: "7.9{TIMES} faster" is 7.9 times MM2\'s MB/s, "32{TIMES} less CPU" is 1/32 of '
-        'MM2\'s CPU-seconds per GB, "same" is within 5%. "-" means a figure is missing from this run.',
+        'MM2\'s CPU-seconds per GB, "same" is within 5%. "MB/s" is over the whole run, process start-up '
+        "included (as MM2's, whose JVM and Connect worker start in it); \"copy MB/s\" leaves mirror-sink's "
+        'start-up out (from its first task\'s "reading N source partitions" log line to the last offset '
+        'committed), as the ceiling, timed without start-up, does; "of ceiling" is copy MB/s (MB/s where '
+        'there is none) over the ceiling row\'s for the same codec. "-" means a figure is missing from this run.',
         "",
     ]
     return lines
 
 
-def _latency_section(results: Mapping[str, Any]) -> list[str]:
-    entries = _entries(results, "latency")
-    if not entries:
-        return ["No latency figures in this run.", ""]
+def _latency_order(entries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Entries by asked-for rate, then mirror in display order (stable: repeats keep the run's order)."""
+    entries = list(entries)
     order = {m: i for i, m in enumerate(_mirrors(entries))}
-    # Stable sort: several rates for one mirror keep the order the run measured them in.
-    entries = sorted(entries, key=lambda e: order.get(str(e.get("mirror")), len(order)))
+    return sorted(entries, key=lambda e: (_num(e, "rate_per_s") or 0.0, order.get(str(e.get("mirror")), len(order))))
+
+
+def _measured(entry: Mapping[str, Any]) -> bool:
+    return _num(entry, "p50_ms") is not None or _num(entry, "p99_ms") is not None
+
+
+def _latency_section(results: Mapping[str, Any]) -> list[str]:
+    all_entries = _entries(results, "latency")
+    entries = _latency_order(e for e in all_entries if _measured(e))
+    failed = _latency_order(e for e in all_entries if not _measured(e))
+    if not entries and not failed:
+        return ["No latency figures in this run.", ""]
+    seconds = _num(results, "latency_seconds")
     rows = []
+    incomplete = False
     for e in entries:
-        rate = _num(e, "rate_per_s")
+        records, produced = _num(e, "records"), _num(e, "produced")
+        cell = _fmt(records, 0)
+        if e.get("complete") is False and produced is not None:
+            cell = f"{cell} of {_fmt(produced, 0)} (incomplete)"
+            incomplete = True
+        eos = str(e.get("mirror", "")).endswith("-eos")
         rows.append(
             [
                 f"`{e.get('mirror', '?')}`",
-                f"{rate:,.0f}/s" if rate is not None else DASH,
-                _fmt(_num(e, "records"), 0),
+                _rate(_num(e, "rate_per_s")),
+                _rate(_num(e, "achieved_rate_per_s")),
+                cell,
                 _fmt(_num(e, "p50_ms"), 0),
                 _fmt(_num(e, "p99_ms"), 0),
                 _fmt(_num(e, "max_ms"), 0),
+                _fmt(_num(e, "markers_per_s")) if eos else DASH,
+                _share(_num(e, "marker_share")) if eos else DASH,
             ]
         )
-    return [
-        *_table(["mirror", "rate", "records", "p50 ms", "p99 ms", "max ms"], rows),
+    length = f"{seconds:g} s" if seconds is not None else "a fixed time"
+    lines = [
+        *_table(
+            [
+                "mirror",
+                "rate asked",
+                "rate achieved",
+                "records",
+                "p50 ms",
+                "p99 ms",
+                "max ms",
+                "markers/s",
+                "marker share",
+            ],
+            rows,
+        ),
         "",
         "Latency is, per record, its arrival at a read_committed consumer on the target minus its produce "
-        "time (CreateTime), with records produced at the steady rate shown. Exactly-once latency includes the "
-        "transaction interval: a record becomes visible on the target only when the mirror commits the "
-        "transaction that carries it.",
+        f"time (CreateTime). Each run produces 1 KB records (lz4, {_num(results, 'partitions') or 6:.0f} partitions) "
+        f'for {length} at the rate asked, from a load generator in a process of its own; "rate achieved" is '
+        "the records it produced over the seconds it produced for, which is lower than the rate asked when the "
+        "source broker or the machine could not take more. Exactly-once latency includes the transaction "
+        "interval: a record becomes visible on the target only when the mirror commits the transaction that "
+        'carries it. "markers/s" and "marker share" are the transaction markers the run added to the target '
+        "topic (below), for exactly-once mirrors.",
         "",
     ]
+    if incomplete:
+        lines += [
+            'An "incomplete" run had records still missing on the target when it gave up waiting: its '
+            "percentiles cover only the records that arrived, so they understate its latency.",
+            "",
+        ]
+    if failed:
+        lines += ["Runs that failed:", ""]
+        lines += [
+            f"- `{e.get('mirror')}` at {_rate(_num(e, 'rate_per_s'))}: {e.get('error', 'no figures')}" for e in failed
+        ]
+        lines.append("")
+    return lines
+
+
+def _markers_section(results: Mapping[str, Any], entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The transaction-marker table of the exactly-once latency runs."""
+    eos = [e for e in entries if str(e.get("mirror", "")).endswith("-eos")]
+    if not any(_num(e, "markers") is not None for e in eos):
+        return []
+    rows = []
+    estimated = False
+    for e in eos:
+        commits = _fmt(_num(e, "commits"), 0)
+        if e.get("commits_from") == "markers" and commits != DASH:
+            commits, estimated = f"~{commits}", True
+        rows.append(
+            [
+                f"`{e.get('mirror', '?')}`",
+                _rate(_num(e, "rate_per_s")),
+                commits,
+                _fmt(_num(e, "commits_per_s")),
+                _fmt(_num(e, "markers"), 0),
+                _fmt(_num(e, "markers_per_s")),
+                _fmt(_num(e, "markers_per_1k_records")),
+                _share(_num(e, "marker_share")),
+                _share(_num(e, "marker_bytes_share")),
+            ]
+        )
+    size = _num(results, "control_batch_bytes")
+    marker_bytes = f"{size:.0f}" if size is not None else "78"
+    note = (
+        f" `{MM2_EOS}`'s commits (~) are its markers: it runs one task per partition, so each of its "
+        "transactions writes one partition of the target topic and leaves one marker there."
+        if estimated
+        else ""
+    )
+    return [
+        "### Transaction markers",
+        "",
+        *_table(
+            [
+                "mirror",
+                "rate asked",
+                "commits",
+                "commits/s",
+                "markers",
+                "markers/s",
+                "markers per 1,000 records",
+                "share of target offsets",
+                "marker bytes / data bytes",
+            ],
+            rows,
+        ),
+        "",
+        "Every transaction ends with a marker (a control record: commit or abort) in each partition it wrote, "
+        "and each marker takes an offset of its own. Over a run, the target offsets taken minus the records "
+        "mirrored are the markers. Commits are the mirror's own count of committed transactions (mirror-sink's "
+        "`mirror_sink_transactions_total`) over the same window. A marker is a control batch of "
+        f"{marker_bytes} bytes on disk and on the wire (61 bytes of batch header and a 17-byte record); the last "
+        "column sets the markers' bytes against the rest of the target topic's log, i.e. the mirrored batches as "
+        f"stored (compressed).{note}",
+        "",
+    ]
+
+
+def _scaling_section(results: Mapping[str, Any]) -> list[str]:
+    entries = _entries(results, "scaling")
+    if not entries:
+        return ["No task-scaling figures in this run.", ""]
+    rows: list[list[str]] = []
+    failed: list[str] = []
+    for mirror in _mirrors(entries):
+        runs = sorted((e for e in entries if e["mirror"] == mirror), key=lambda e: _num(e, "tasks") or 0.0)
+        one = next((_num(e, "mb_per_s") for e in runs if _num(e, "tasks") == 1), None)
+        for e in runs:
+            tasks = _fmt(_num(e, "tasks"), 0)
+            if _num(e, "mb_per_s") is None:
+                failed.append(f"- `{mirror}` with tasks.max={tasks}: {e.get('error', 'no figures')}")
+                continue
+            speedup = _ratio(_num(e, "mb_per_s"), one)
+            rows.append(
+                [
+                    f"`{mirror}`",
+                    tasks,
+                    _fmt(_num(e, "seconds"), 1),
+                    _fmt(_num(e, "mb_per_s"), 1),
+                    f"{speedup:.2f}{TIMES}" if speedup is not None else DASH,
+                    _fmt(_num(e, "cpu_s_per_gb"), 1),
+                    _fmt(_num(e, "peak_rss_mb"), 0),
+                ]
+            )
+    gb, partitions = _num(results, "scaling_gb"), _num(results, "scaling_partitions")
+    codec = results.get("scaling_codec") or "lz4"
+    size = f"{gb:g} GB" if gb is not None else "A fixed amount"
+    parts = f"{partitions:.0f} partitions" if partitions is not None else "many partitions"
+    lines = [
+        *_table(["mirror", "tasks.max", "seconds", "MB/s", "speed-up vs 1 task", "CPU-s/GB", "peak RSS MB"], rows),
+        "",
+        f"{size} of the same 1 KB records (`{codec}`) in one source topic of {parts}, mirrored in full by a fresh "
+        "connector for each row, with `tasks.max` as shown; the partitions are spread over the tasks. The tasks "
+        "are threads of one mirror-sink process (`mirror-sink run`), each with its own clients and transactions; "
+        "MB/s, CPU and peak RSS are measured as in the throughput tables, and the speed-up is a row's MB/s over "
+        "the one-task row's of the same mode.",
+        "",
+    ]
+    if failed:
+        lines += ["Runs that failed:", "", *failed, ""]
+    return lines
 
 
 def render_markdown(results: Mapping[str, Any]) -> str:
@@ -409,9 +649,15 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             f"![CPU-seconds per GB per codec and mirror]({CPU_PNG})",
             "",
         ]
+    if _entries(results, "scaling"):
+        lines += ["## Task scaling", "", *_scaling_section(results)]
     lines += ["## Latency", "", *_latency_section(results)]
-    if lat_entries:
+    measured = _latency_order(e for e in lat_entries if _measured(e))
+    if measured:
         lines += [f"![p50 and p99 latency per mirror]({LATENCY_PNG})", ""]
+        if len({_num(e, "rate_per_s") for e in measured}) > 1:
+            lines += [f"![p50 and p99 latency against the achieved rate]({LATENCY_RATE_PNG})", ""]
+    lines += _markers_section(results, measured)
     return "\n".join(lines)
 
 
@@ -523,15 +769,13 @@ def plot_cpu(results: Mapping[str, Any], path: Path) -> Path:
 
 def plot_latency(results: Mapping[str, Any], path: Path) -> Path:
     """p50 (solid) and p99 (hatched) latency bars per mirror, in each mirror's colour."""
-    entries = _entries(results, "latency")
-    fig, ax = plt.subplots(figsize=(9, 4.8))
+    entries = _latency_order(e for e in _entries(results, "latency") if _measured(e))
+    fig, ax = plt.subplots(figsize=(max(9.0, 0.85 * len(entries) + 2), 4.8))
     title = "Source-to-target latency per mirror (ms, lower is better)"
     values = [v for e in entries for v in (_num(e, "p50_ms"), _num(e, "p99_ms")) if v is not None and v > 0]
     if not values:
         _no_data(ax, title)
         return _save(fig, path)
-    order = {m: i for i, m in enumerate(_mirrors(entries))}
-    entries = sorted(entries, key=lambda e: order.get(str(e.get("mirror")), len(order)))
     # Several rates for one mirror need the rate in the tick label to tell the bars apart.
     several_rates = len({_num(e, "rate_per_s") for e in entries}) > 1
     # Exactly-once p99 can be 10-100 times raw's p50; a log axis keeps the small bars visible then.
@@ -572,16 +816,65 @@ def plot_latency(results: Mapping[str, Any], path: Path) -> Path:
     return _save(fig, path)
 
 
+def plot_latency_rate(results: Mapping[str, Any], path: Path) -> Path:
+    """p99 (solid) and p50 (dashed) latency against the achieved produce rate, one line per mirror, log-log."""
+    entries = _latency_order(e for e in _entries(results, "latency") if _measured(e))
+    fig, ax = plt.subplots(figsize=(9, 5))
+    title = "Latency against the produce rate achieved (log-log, lower is better)"
+    points = [
+        (e, rate)
+        for e in entries
+        if (rate := _num(e, "achieved_rate_per_s") or _num(e, "rate_per_s")) is not None and rate > 0
+    ]
+    if not any(_num(e, "p99_ms") for e, _ in points):
+        _no_data(ax, title)
+        return _save(fig, path)
+    mirrors = _mirrors(e for e, _ in points)
+    for mirror in mirrors:
+        mine = sorted(((r, e) for e, r in points if e["mirror"] == mirror), key=lambda p: p[0])
+        for key, style, marker in (("p99_ms", "-", "o"), ("p50_ms", "--", "s")):
+            xy = [(r, v) for r, e in mine if (v := _num(e, key)) is not None and v > 0]
+            if xy:
+                xs, ys = zip(*xy, strict=True)
+                ax.plot(xs, ys, style, marker=marker, color=_colour(mirror), linewidth=1.6, markersize=5)
+        incomplete = [(r, _num(e, "p99_ms")) for r, e in mine if e.get("complete") is False]
+        for r, v in incomplete:
+            if v is not None and v > 0:
+                ax.annotate("incomplete", (r, v), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    # Ticks at the rates asked for, in plain numbers; no minor labels (log axes mix in 3x10^3 otherwise).
+    asked = {_num(e, "rate_per_s") for e in entries}
+    ax.set_xticks(sorted(a for a in asked if a))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("records/s produced (1 KB each)")
+    ax.set_ylabel("ms")
+    ax.set_title(title)
+    ax.grid(which="both", alpha=0.3)
+    ax.set_axisbelow(True)
+    handles = [Line2D([], [], color=_colour(m), linewidth=2, label=m) for m in mirrors]
+    handles += [
+        Line2D([], [], color="black", linestyle="-", marker="o", label="p99"),
+        Line2D([], [], color="black", linestyle="--", marker="s", label="p50"),
+    ]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, path)
+
+
 # --- entry points --------------------------------------------------------------------------------
 
 
 def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: str = "benchmarks.md") -> list[Path]:
-    """Write the Markdown page and its three PNG plots into ``out_dir`` (created if needed).
+    """Write the Markdown page and its four PNG plots into ``out_dir`` (created if needed).
 
-    Writes ``out_dir/markdown_name`` and ``benchmarks-throughput.png``, ``benchmarks-cpu.png`` and
-    ``benchmarks-latency.png`` beside it (a plot with no data says so rather than being skipped), and
-    returns the paths written, the page first. When ``out_dir`` holds ``benchmarks-tls.json``
-    (``bench.tls_throughput``'s saved results), the page ends with their "TLS and SASL" section.
+    Writes ``out_dir/markdown_name`` and ``benchmarks-throughput.png``, ``benchmarks-cpu.png``,
+    ``benchmarks-latency.png`` and ``benchmarks-latency-rate.png`` beside it (a plot with no data says
+    so rather than being skipped), and returns the paths written, the page first. When ``out_dir``
+    holds ``benchmarks-tls.json`` (``bench.tls_throughput``'s saved results), the page ends with their
+    "TLS and SASL" section.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -589,6 +882,7 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         plot_throughput(results, out_dir / THROUGHPUT_PNG),
         plot_cpu(results, out_dir / CPU_PNG),
         plot_latency(results, out_dir / LATENCY_PNG),
+        plot_latency_rate(results, out_dir / LATENCY_RATE_PNG),
     ]
     text = render_markdown(results)
     tls_results = out_dir / TLS_RESULTS

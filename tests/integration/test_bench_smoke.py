@@ -12,6 +12,7 @@ from devkafka.backends import KafkaEndpoint
 ROOT = Path(__file__).resolve().parents[2]
 
 MIRRORS = ("mm2-alo", "mm2-eos", "record-eos", "raw-eos", "raw-alo")
+LATENCY_MIRRORS = ("mm2-eos", "record-eos", "raw-eos", "raw-alo")  # bench.compare's default
 
 
 def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
@@ -28,13 +29,21 @@ def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
     assert "[1/" in done.stdout and "100%" in done.stdout, "progress is shown while it runs"
     results = json.loads((out / "benchmarks.json").read_text())
     assert {r["mirror"] for r in results["throughput"]} == set(MIRRORS)
-    assert {r["mirror"] for r in results["latency"]} == set(MIRRORS)
+    # Every latency mirror at each of --quick's two rates.
+    assert sorted((r["mirror"], r["rate_per_s"]) for r in results["latency"]) == sorted(
+        (m, rate) for m in LATENCY_MIRRORS for rate in (500, 5000)
+    )
     for row in results["throughput"]:
         assert row["mb_per_s"] > 0 and row["cpu_s_per_gb"] > 0 and row["peak_rss_mb"] > 0, row
     for row in results["latency"]:
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"], row
+        assert row["complete"] and row["achieved_rate_per_s"] > 0, row
+        if row["mirror"].endswith("-eos"):
+            assert row["markers"] > 0, row  # at least one transaction's markers in the window
     assert results["ceiling"] and results["ceiling"][0]["mb_per_s"] > 0
     page = (out / "benchmarks.md").read_text()
     assert all(m in page for m in MIRRORS) and "MirrorMaker 2" in page
-    for png in ("benchmarks-throughput.png", "benchmarks-cpu.png", "benchmarks-latency.png"):
+    assert "## Latency" in page and "### Transaction markers" in page and "of ceiling" in page
+    pngs = ("benchmarks-throughput.png", "benchmarks-cpu.png", "benchmarks-latency.png", "benchmarks-latency-rate.png")
+    for png in pngs:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
