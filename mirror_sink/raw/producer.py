@@ -28,9 +28,9 @@ from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.batches import rewrite_in_place
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.transactions import TransactionClient
-from mirror_sink.raw.wire import NodeId, WireClient, error_name
+from mirror_sink.raw.wire import REQUESTS_IN_FLIGHT, NodeId, WireClient, error_name
 
-_MAX_IN_FLIGHT = 5
+_MAX_IN_FLIGHT = REQUESTS_IN_FLIGHT
 #: Compared once per acknowledged batch: a module constant, not an enum attribute lookup.
 _NONE = KafkaErrorCode.NONE
 

@@ -48,6 +48,9 @@ _UPPER = {"security_protocol", "sasl_mechanism"}
 #: A broker's node id; before the first metadata answer kafka-python names bootstrap servers "bootstrap-N".
 NodeId = int | str
 
+#: Requests a pipeline keeps in flight per connection (and per partition): Kafka's default.
+REQUESTS_IN_FLIGHT = 5
+
 COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
 #: FindCoordinator is asked again at this fixed pace while the coordinator is loading or moving.
@@ -134,6 +137,10 @@ class WireClient:
             client_id=client_id,
             receive_message_max_bytes=max_response_bytes,
             request_timeout_ms=request_timeout_ms,
+            # One more than the produce pipeline keeps in flight: kafka-python treats a connection
+            # at its limit as unavailable, so with five Produce requests out, a metadata refresh
+            # (leaders of new partitions) or a coordinator request had to wait for them all.
+            max_in_flight_requests_per_connection=REQUESTS_IN_FLIGHT + 1,
         )
         try:
             self._client.check_version(timeout_ms=30_000)
@@ -185,7 +192,7 @@ class WireClient:
         return self._client.send(node, request)
 
     def ready(self, node: NodeId) -> bool:
-        """True when ``node`` can take another request now (connected, under five in flight)."""
+        """True when ``node`` can take another request now (connected, under its in-flight limit)."""
         if self._client.is_ready(node):
             return True
         try:
