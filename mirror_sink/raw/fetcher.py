@@ -106,6 +106,11 @@ class _Partition:
     #: The source's last stable offset in the latest response for this partition (-1: none yet).
     stable_end: int = -1
 
+    @property
+    def at_stable_end(self) -> bool:
+        """Fetched up to the last stable offset the latest response gave: nothing more was readable then."""
+        return 0 <= self.stable_end <= self.position
+
 
 @dataclass
 class _InFlight:
@@ -186,7 +191,7 @@ class RawFetcher:
     def caught_up(self) -> bool:
         """True when no partition has anything queued and each has reached the last stable offset
         its latest Fetch response reported (read_committed: nothing more was readable then)."""
-        return all(not p.queue and 0 <= p.stable_end <= p.position for p in self._parts.values())
+        return all(not p.queue and p.at_stable_end for p in self._parts.values())
 
     @_locked
     def pop(self, tp: SourcePartition) -> Fetched | None:
@@ -220,6 +225,19 @@ class RawFetcher:
             leader = self.wire.leader(*tp)
             if leader is not None and leader not in self._inflight:
                 by_leader.setdefault(leader, []).append(tp)
+        wait_ms = self.max_wait_ms
+        if held_back:
+            # A broker answers one request per connection at a time, a Fetch parked for
+            # fetch.wait.max.ms included: a long poll for partitions that had nothing would keep
+            # the full ones from being fetched the moment their queues have room (a tenth of the
+            # Fetches took the whole 100 ms when only some partitions had reached the end). So
+            # while queues are full, only partitions with data known to wait are asked, unparked.
+            wait_ms = 0
+            by_leader = {
+                leader: ready
+                for leader, tps in by_leader.items()
+                if (ready := [tp for tp in tps if not self._parts[tp].at_stable_end])
+            }
         most = self.budget.limit // (_FETCH_SHARE * _RESPONSE_COPIES)
         for leader, tps in by_leader.items():
             max_bytes = min(
@@ -235,7 +253,7 @@ class RawFetcher:
                 continue
             charge = max_bytes * _RESPONSE_COPIES
             self.budget.take(charge)
-            request = self._request(tps, max_bytes)
+            request = self._request(tps, max_bytes, wait_ms)
             sent = {}
             for tp in tps:
                 part = self._parts[tp]
@@ -244,7 +262,7 @@ class RawFetcher:
             self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent)
         self.held_back = held_back
 
-    def _request(self, tps: list[SourcePartition], max_bytes: int) -> FetchRequest:
+    def _request(self, tps: list[SourcePartition], max_bytes: int, wait_ms: int) -> FetchRequest:
         f = FetchRequest
         topics: dict[str, list[Any]] = {}
         for tp in tps:
@@ -262,7 +280,7 @@ class RawFetcher:
         return f(
             version=_FETCH_VERSION,
             replica_id=-1,
-            max_wait_ms=self.max_wait_ms,
+            max_wait_ms=wait_ms,
             min_bytes=1,
             max_bytes=max_bytes,
             isolation_level=_READ_COMMITTED,
