@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from functools import partial
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -381,6 +382,7 @@ class _PipelinedWire(_Wire):
 
     def __init__(self) -> None:
         self.sent: list[Future] = []
+        self.requests: list[Any] = []
 
     def leader(self, topic: str, partition: int) -> int:
         return 1
@@ -389,6 +391,7 @@ class _PipelinedWire(_Wire):
         return True
 
     def send(self, node: int, request: object) -> Future:
+        self.requests.append(request)
         self.sent.append(Future())
         return self.sent[-1]
 
@@ -428,3 +431,30 @@ def test_raw_mode_s_connections_read_the_socket_in_large_chunks() -> None:
     from mirror_sink.raw import receive
 
     assert receive.installed()
+
+
+def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothing() -> None:
+    wire = _PipelinedWire()
+    fetcher = RawFetcher(
+        wire,  # type: ignore[arg-type]
+        MemoryBudget(1 << 26),
+        fetch_max_bytes=1 << 20,
+        partition_max_bytes=1 << 16,
+        max_wait_ms=100,
+    )
+    full, idle, busy = (SourcePartition("orders", p) for p in (0, 1, 2))
+    fetcher.assign({full: 0, idle: 0, busy: 0})
+    parts = fetcher._parts
+    parts[full].queued_bytes = 1 << 16  # its queue is full: left out until the producer takes some
+    parts[idle].stable_end = 0  # the last response said it had nothing more
+    fetcher.fill()
+    asked = [p.partition for t in wire.requests[0].topics for p in t.partitions]
+    assert asked == [2] and wire.requests[0].max_wait_ms == 0, "only the partition with data, unparked"
+    assert fetcher.held_back
+    # Nothing waits in any queue: every partition is asked, and the broker may hold the request.
+    wire.sent[0].success(SimpleNamespace(responses=[]))
+    fetcher.collect()
+    parts[full].queued_bytes = 0
+    fetcher.fill()
+    asked = sorted(p.partition for t in wire.requests[1].topics for p in t.partitions)
+    assert asked == [0, 1, 2] and wire.requests[1].max_wait_ms == 100
