@@ -874,7 +874,7 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
     ``benchmarks-latency.png`` and ``benchmarks-latency-rate.png`` beside it (a plot with no data says
     so rather than being skipped), and returns the paths written, the page first. When ``out_dir``
     holds ``benchmarks-tls.json`` (``bench.tls_throughput``'s saved results), the page ends with their
-    "TLS and SASL" section.
+    "TLS and SASL" section, and with ``benchmarks-shapes.json`` (``bench.shapes``) its workload shapes.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -891,6 +891,11 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         from bench.tls_throughput import tls_section
 
         text += "\n" + "\n".join(tls_section(json.loads(tls_results.read_text(encoding="utf-8"))))
+    shapes_results = out_dir / "benchmarks-shapes.json"
+    if shapes_results.exists():
+        from bench.shapes import render_shapes  # imported here, as tls_section is
+
+        text += "\n" + render_shapes(json.loads(shapes_results.read_text(encoding="utf-8")))
     page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 

@@ -22,7 +22,9 @@ uncompressed record bytes (key + value) present in the source when mirroring sta
 wall-clock time from the mirror's start until its shadow group's committed offsets reach the source's
 end offsets; CPU is user + system time of the mirror's process tree, peak RSS its largest sum. Raw
 mode's own count of batches forwarded and re-encoded (by reason) is read from its last progress line.
-Results go to ``<out>/shapes.json`` and ``<out>/shapes.md``. Not a test: figures vary with the machine.
+Results go to ``<out>/benchmarks-shapes.json`` and ``<out>/benchmarks-shapes.md``; with ``--out docs``,
+``bench.compare`` and ``bench.report`` then end docs/benchmarks.md with this section. Not a test:
+figures vary with the machine.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ from devkafka.pair import DevClusters
 from devkafka.paths import kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The results file ``bench.report`` looks for beside benchmarks.md.
+SHAPES_RESULTS = "benchmarks-shapes.json"
 SHAPES = ("many-partitions", "large-records", "compacted", "small-transactions", "mixed")
 MIRRORS = ("record-eos", "raw-eos", "mm2-eos")
 DEFAULT_MIRRORS = ("record-eos", "raw-eos")
@@ -752,7 +756,7 @@ def render_shapes(results: Mapping[str, Any]) -> str:
 
 
 def main() -> int:
-    """Parse arguments, bring up clusters if none are given, run, write shapes.json and shapes.md."""
+    """Parse arguments, bring up clusters if none are given, run, write the results and their section."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of {', '.join(SHAPES)}")
     parser.add_argument(
@@ -767,7 +771,9 @@ def main() -> int:
     parser.add_argument(
         "--workdir", type=Path, default=ROOT / "bench" / "results" / "shapes", help="mirror configs, logs, clusters"
     )
-    parser.add_argument("--out", type=Path, help="where shapes.json and shapes.md go (default: the workdir)")
+    parser.add_argument(
+        "--out", type=Path, help="where benchmarks-shapes.json and .md go (default: the workdir; docs for the page)"
+    )
     args = parser.parse_args()
     if bool(args.source) != bool(args.target):
         parser.error("give both --source and --target, or neither")
@@ -796,11 +802,11 @@ def main() -> int:
             clusters.discard()
     out: Path = args.out or workdir
     out.mkdir(parents=True, exist_ok=True)
-    (out / "shapes.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / SHAPES_RESULTS).write_text(json.dumps(results, indent=2) + "\n")
     markdown = render_shapes(results)
-    (out / "shapes.md").write_text(markdown)
+    (out / "benchmarks-shapes.md").write_text(markdown)
     print(f"\n{markdown}")
-    print(f"wrote {out / 'shapes.json'} and {out / 'shapes.md'}")
+    print(f"wrote {out / SHAPES_RESULTS} and {out / 'benchmarks-shapes.md'}")
     return 0
 
 
