@@ -244,9 +244,22 @@ def _throughput_step(
         topic = f"bench-{codec}-{time.time_ns() // 1_000_000}"
         steps.announce(f"writing {records * RECORD_BYTES / 1e9:.2f} GB of {codec} records to {topic}")
         write_source(src, topic, records, codec)
-        steps.announce(f"{codec}: the target ingesting the source's batches, no mirror")
-        top = target_ingest(
-            src, tgt, topic, partitions=PARTITIONS, target_topic=f"ceiling.{topic}", on_progress=Progress("ceiling")
+        steps.announce(f"{codec}: the target ingesting the source's batches, no mirror (best of two)")
+        # Best of two: the first ingest into a fresh broker also pays its JIT warm-up and the first
+        # writes to new log and index files (a 125 MB/s ceiling once, that a mirror then beat).
+        top = min(
+            (
+                target_ingest(
+                    src,
+                    tgt,
+                    topic,
+                    partitions=PARTITIONS,
+                    target_topic=f"ceiling{i}.{topic}",
+                    on_progress=Progress("ceiling"),
+                )
+                for i in (1, 2)
+            ),
+            key=lambda run: run.seconds,
         )
         ceiling_mbps = top.records * RECORD_BYTES / 1e6 / top.seconds
         ceiling.append({"codec": codec, "seconds": top.seconds, "mb_per_s": ceiling_mbps})
@@ -302,9 +315,14 @@ def _latency_step(args: argparse.Namespace, steps: _Steps, src: str, tgt: str) -
             steps.announce(f"latency through {mirror}: {rate:,} records/s for {args.latency_seconds:.0f} s")
             try:
                 entry = _latency(
-                    mirror, src, tgt, workdir=args.workdir, rate=rate, seconds=args.latency_seconds,
+                    mirror,
+                    src,
+                    tgt,
+                    workdir=args.workdir,
+                    rate=rate,
+                    seconds=args.latency_seconds,
                     drain_s=args.latency_drain_seconds,
-                )  # fmt: skip
+                )
             except Exception as exc:  # a mirror that cannot start must not cost the rest of the run
                 print(f"    FAILED: {exc}", flush=True)
                 latency.append({"mirror": mirror, "rate_per_s": rate, "error": str(exc)})
@@ -363,7 +381,7 @@ def _resolve(args: argparse.Namespace) -> None:
     args.latency_seconds = args.latency_seconds or (3.0 if quick else 20.0)
     args.latency_drain_seconds = args.latency_drain_seconds or (60.0 if quick else 180.0)
     args.scaling = (not quick) if args.scaling is None else args.scaling
-    args.scaling_gb = args.scaling_gb or (0.01 if quick else 0.5)
+    args.scaling_gb = args.scaling_gb or (0.01 if quick else 2.0)
 
 
 def main() -> int:
@@ -397,7 +415,7 @@ def main() -> int:
         help="the task-scaling step (default: on, off with --quick)",
     )
     parser.add_argument(
-        "--scaling-gb", type=float, help="uncompressed GB for the scaling topic (default 0.5, --quick 0.01)"
+        "--scaling-gb", type=float, help="uncompressed GB for the scaling topic (default 2, --quick 0.01)"
     )
     parser.add_argument(
         "--scaling-mirrors",
