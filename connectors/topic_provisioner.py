@@ -245,16 +245,19 @@ class TopicProvisioner:
         self._create_topics(new, "target topic")
 
     def _create_topics(self, new: list[NewTopic], kind: str) -> None:
+        created: dict[str, range] = {}
+        sizes = {t.topic: t.num_partitions for t in new}
         for topic, future in self.target_admin.create_topics(new, operation_timeout=self.timeout_s).items():
             try:
                 future.result(self.timeout_s)
                 log.info("created %s %s", kind, topic)
+                created[topic] = range(sizes[topic])
             except KafkaException as exc:
-                if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
+                if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:  # else another worker made it
                     raise self._denied(exc, "target", "CREATE", [topic]) or TaskFailure(
                         f"cannot create {kind} {topic!r}: {exc.args[0].str()}"
                     ) from exc
-        self._await_leaders({t.topic: range(t.num_partitions) for t in new})
+        self._await_leaders(created)
 
     def _await_leaders(self, partitions: dict[str, range]) -> None:
         """Wait until the leader of every new partition serves it (ListOffsets answers).
@@ -267,13 +270,14 @@ class TopicProvisioner:
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
         deadline = time.monotonic() + self.timeout_s
         while waiting:
+            left = max(deadline - time.monotonic(), 1.0)
             latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            futures = self.target_admin.list_offsets({tp: latest for tp in waiting})
+            futures = self.target_admin.list_offsets({tp: latest for tp in waiting}, request_timeout=left)
             still = []
             for tp, future in futures.items():
                 try:
-                    future.result(self.timeout_s)
-                except KafkaException:
+                    future.result(left + 5)
+                except (KafkaException, TimeoutError):  # no serving leader yet (or not answered in time)
                     still.append(tp)
             if not still:
                 return

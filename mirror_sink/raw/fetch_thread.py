@@ -3,8 +3,8 @@
 The task thread rewrites and produces batches and commits transactions; a commit waits for every
 acknowledgement and three coordinator round trips. Were fetching driven by that thread too (as it
 was), every such wait would also stop the source: no Fetch is sent and no response is read until
-the commit returns, and the pipeline restarts empty. Here the fetch thread keeps one Fetch in
-flight per source leader, within the memory budget, all the time; it owns the source connections
+the commit returns, and the pipeline restarts empty. Here the fetch thread keeps a Fetch in flight
+per source leader whenever the memory budget and the queues have room; it owns the source connections
 (kafka-python's client is driven by one thread) and meets the task thread only in ``RawFetcher``'s
 queues, under its lock, and in the ``MemoryBudget``.
 """
@@ -45,7 +45,8 @@ class FetchThread:
             self.fetcher.wire.wakeup()
 
     def check(self) -> None:
-        """Raise, in the calling thread, what stopped the fetch thread (a TaskFailure, say)."""
+        """Raise, in the calling thread, what stopped the fetch thread (a TaskFailure, say: its class
+        decides whether the task fails or recovers, so the object itself is raised)."""
         if self.failure is not None:
             raise self.failure
 

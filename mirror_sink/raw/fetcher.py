@@ -48,9 +48,11 @@ _RETRY_BACKOFF_S = 0.2
 _FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
 #: Smallest response worth a request: below it the fetcher waits for acknowledgements.
 _MIN_FETCH_BYTES = 64 * 1024
-#: kafka-python holds a response this many times while receiving and decoding it (the socket's
-#: chunks joined, the frame buffer, a copy to decode from, the decoded fields), so a Fetch in
-#: flight is charged that many times its max_bytes: the budget bounds those copies too.
+#: The network layer holds a response up to this many times while receiving and decoding it (the
+#: socket's pieces, joined unless one read took them all, the frame buffer, the decoded fields,
+#: and the fetcher's own writable copy, made one partition at a time), so a Fetch in flight is
+#: charged that many times its max_bytes: the budget bounds those copies too (a little above what
+#: they reach since raw mode's receive path lost two copies, see mirror_sink.raw.receive).
 _RESPONSE_COPIES = 4
 #: A Fetch in flight is charged at most half the budget, leaving the rest for queued data.
 _FETCH_SHARE = 2
@@ -103,8 +105,10 @@ class _Partition:
     queued_bytes: int = 0
     in_flight: bool = False  # in a Fetch now: never in two at once (after a leader move, say)
     retry_at: float = 0.0  # after a partition error, not fetched again before this
-    #: The source's last stable offset in the latest response for this partition (-1: none yet).
+    #: The source's last stable offset in the latest response for this partition (-1: none yet),
+    #: and when that response came (monotonic seconds).
     stable_end: int = -1
+    looked_at: float = 0.0
 
     @property
     def at_stable_end(self) -> bool:
@@ -231,12 +235,18 @@ class RawFetcher:
             # fetch.wait.max.ms included: a long poll for partitions that had nothing would keep
             # the full ones from being fetched the moment their queues have room (a tenth of the
             # Fetches took the whole 100 ms when only some partitions had reached the end). So
-            # while queues are full, only partitions with data known to wait are asked, unparked.
+            # while queues are full, Fetches are not parked, and partitions at their end ride
+            # along with ones that have data waiting, or are asked alone once per max wait.
             wait_ms = 0
+            stale = now - self.max_wait_ms / 1000
             by_leader = {
-                leader: ready
+                leader: asked
                 for leader, tps in by_leader.items()
-                if (ready := [tp for tp in tps if not self._parts[tp].at_stable_end])
+                if (
+                    asked := tps
+                    if any(not self._parts[tp].at_stable_end for tp in tps)
+                    else [tp for tp in tps if self._parts[tp].looked_at < stale]
+                )
             }
         most = self.budget.limit // (_FETCH_SHARE * _RESPONSE_COPIES)
         for leader, tps in by_leader.items():
@@ -334,6 +344,7 @@ class RawFetcher:
             denied = self.wire.denied(pd.error_code, "READ", [tp.topic]) if topic_refused else None
             raise denied or TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
         part.stable_end = pd.last_stable_offset
+        part.looked_at = time.monotonic()
         if not pd.records:
             return
         # The one copy the raw path makes: a writable buffer so headers can be rewritten in place.

@@ -9,17 +9,20 @@ when the target acknowledges them (or they are dropped).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 
 class MemoryBudget:
-    """Bytes in use against a limit, shared by the fetch thread (which takes) and the task thread
-    (which gives back as the target acknowledges)."""
+    """Bytes in use against a limit, shared by the fetch thread (which takes, and gives back what it
+    drops) and the task thread (which gives back as the target acknowledges)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
         self.peak = 0
         self._lock = threading.Lock()
+        #: Called after bytes are given back (the fetch thread may send what waited for memory).
+        self.on_give_back: Callable[[], None] | None = None
 
     @property
     def available(self) -> int:
@@ -37,3 +40,5 @@ class MemoryBudget:
         """Return ``n`` bytes."""
         with self._lock:
             self.used -= n
+        if self.on_give_back is not None and n > 0:
+            self.on_give_back()

@@ -99,6 +99,8 @@ class RawPath:
             raise
         # New data ends the task thread's wait for the target's acknowledgements.
         self.fetching = FetchThread(self.fetcher, target.wakeup, f"{client_id}-fetch")
+        # Acknowledgements free memory in copy() and while a commit waits for the last of them.
+        self.budget.on_give_back = self.fetching.nudge
         self.committer: Committer = RawCommitter(self.transactions, self.producer, sync_partition)
         #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
         self._with_syncs = {sync_partition} if sync_partition is not None and transactional_id else set()
@@ -154,7 +156,7 @@ class RawPath:
         self.producer.wire.poll(0 if took else wait_s)
         self.producer.reap()
         self.producer.pump()
-        self.fetching.nudge()  # acknowledged bytes went back to the budget
+        self.fetching.nudge()  # taken items left room in the fetcher's queues
         return copied
 
     def close(self, *, abandon: bool = False) -> None:

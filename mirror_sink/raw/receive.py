@@ -9,8 +9,8 @@ record per call) also saves the join's copy whenever one call takes everything a
 Decoding then copied the whole response twice more before parsing it (the decoder asks the frame
 for all of it; ``KafkaBytes.read`` slices the frame, a copy, and makes ``bytes`` of the slice,
 another): 0.45 of 1.78 s in that Fetch-only run. A large read now returns a view of the frame
-instead, which the decoder parses as it is (it turns every input into a memoryview anyway); the
-frame is freed with the decoded response, as before.
+instead, which the decoder parses as it is (it turns every input into a memoryview anyway, and
+copies each field out of it); the frame is freed once the response is decoded, as before.
 
 kafka-python has no setting for either, so ``install`` replaces the transports' ``_sock_recv`` and
 ``KafkaBytes.read`` with versions that keep their contracts (what was read until the socket would

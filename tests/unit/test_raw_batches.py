@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -446,15 +447,26 @@ def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothin
     fetcher.assign({full: 0, idle: 0, busy: 0})
     parts = fetcher._parts
     parts[full].queued_bytes = 1 << 16  # its queue is full: left out until the producer takes some
-    parts[idle].stable_end = 0  # the last response said it had nothing more
+    parts[idle].stable_end, parts[idle].looked_at = 0, time.monotonic()  # it had nothing a moment ago
+
+    def asked(request: Any) -> list[int]:
+        return sorted(p.partition for t in request.topics for p in t.partitions)
+
     fetcher.fill()
-    asked = [p.partition for t in wire.requests[0].topics for p in t.partitions]
-    assert asked == [2] and wire.requests[0].max_wait_ms == 0, "only the partition with data, unparked"
+    assert asked(wire.requests[0]) == [1, 2] and wire.requests[0].max_wait_ms == 0, "not parked"
     assert fetcher.held_back
-    # Nothing waits in any queue: every partition is asked, and the broker may hold the request.
+    # Only partitions at their end are left: they are asked again once per max wait, unparked.
     wire.sent[0].success(SimpleNamespace(responses=[]))
+    fetcher.collect()
+    parts[busy].stable_end, parts[busy].looked_at = 0, time.monotonic()
+    fetcher.fill()
+    assert len(wire.requests) == 1, "nothing known to wait, and looked at just now"
+    parts[idle].looked_at = parts[busy].looked_at = time.monotonic() - 1
+    fetcher.fill()
+    assert asked(wire.requests[1]) == [1, 2] and wire.requests[1].max_wait_ms == 0
+    # Nothing waits in any queue: every partition is asked, and the broker may hold the request.
+    wire.sent[1].success(SimpleNamespace(responses=[]))
     fetcher.collect()
     parts[full].queued_bytes = 0
     fetcher.fill()
-    asked = sorted(p.partition for t in wire.requests[1].topics for p in t.partitions)
-    assert asked == [0, 1, 2] and wire.requests[1].max_wait_ms == 100
+    assert asked(wire.requests[2]) == [0, 1, 2] and wire.requests[2].max_wait_ms == 100
