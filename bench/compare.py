@@ -212,7 +212,7 @@ def _scaling_run(
         mirror, SCALING_CODEC, src, tgt, topic, records=records, workdir=workdir,
         on_progress=Progress(f"{mirror} x{tasks}"), extra=extra,
     )  # fmt: skip
-    keep = ("seconds", "mb_per_s", "cpu_seconds", "cpu_s_per_gb", "peak_rss_mb")
+    keep = ("seconds", "mb_per_s", "copy_seconds", "copy_mb_per_s", "cpu_seconds", "cpu_s_per_gb", "peak_rss_mb")
     return {"mirror": mirror, "tasks": tasks, **{k: getattr(result, k) for k in keep}}
 
 
