@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from connectors.mirror_sink_config import TransactionBoundary
+from connectors.mirror_sink_config import MirrorMode, TransactionBoundary
 from connectors.ownership import Ownership
 from connectors.task_metrics import TaskMetrics
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
-from mirror_sink.core.errors import AbortCycle, TaskFailure
+from mirror_sink.core.errors import AbortCycle, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
 
@@ -69,6 +69,7 @@ class Cycle:
         own = self.ownership
         interval_s = cfg.transaction_interval_ms / 1000
         adaptive = cfg.transaction_boundary is TransactionBoundary.CAUGHT_UP
+        auto_mode = cfg.mirror_mode is MirrorMode.AUTO
         lag_interval_s = cfg.source_group_commit_interval_ms / 1000
         next_lag_commit = time.monotonic() + lag_interval_s
         next_progress = time.monotonic() + _PROGRESS_INTERVAL_S
@@ -108,6 +109,8 @@ class Cycle:
             ):
                 self.commit()
                 self._next_commit_at = time.monotonic() + interval_s
+                if auto_mode and not self.committer.open and (why := self.path.record_mode_advised()):
+                    raise SwitchToRecordMode(why)  # between cycles: nothing is open, nothing is lost
         if self.committer.open:
             self.commit()  # graceful stop: finish the cycle rather than throw it away
         self.commit_source_positions()

@@ -24,7 +24,7 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.ownership import Ownership
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
-from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.errors import RecoverableTaskFailure, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.logs import context_logger
 
 __all__ = ["MirrorSinkTask", "TaskCounters", "TaskState", "task_slot"]
@@ -108,13 +108,20 @@ class MirrorSinkTask:
         ``_RECOVERY_WINDOW_S``.
         """
         recoveries: list[float] = []
+        record_mode = False
         while True:
             run: TaskRun | None = None
             try:
-                run = TaskRun(self.config, self.slot, self.log)
+                run = TaskRun(self.config, self.slot, self.log, record_mode=record_mode)
                 self._mirror(run)
                 run.close()
                 return
+            except SwitchToRecordMode as exc:
+                # Everything is committed: the record path goes on from the committed offsets.
+                self.log.warning("mirror.mode=auto switches to record mode: %s", exc)
+                record_mode = True
+                if run is not None:
+                    run.close()
             except RecoverableTaskFailure as exc:
                 now = time.monotonic()
                 recoveries = [t for t in recoveries if now - t < _RECOVERY_WINDOW_S] + [now]

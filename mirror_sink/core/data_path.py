@@ -90,6 +90,10 @@ class DataPath(Protocol):
         """True when everything read so far is in the open cycle and the source had nothing more
         at the last look: the moment to end a transaction when latency matters (``transaction.boundary``)."""
 
+    def record_mode_advised(self) -> str | None:
+        """Raw mode: why record mode would copy this source faster (asked between cycles, answered
+        once the first batches show it); None otherwise."""
+
     def take_stats(self) -> dict[TargetPartition, CycleStats]:
         """Records, bytes and timestamps per target partition since the last call (for metrics)."""
 

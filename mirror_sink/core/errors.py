@@ -5,7 +5,9 @@ What happens next depends only on the class:
 - ``TaskFailure`` (fatal): the task ends FAILED with the message and trace;
 - ``RecoverableTaskFailure``: the task's clients are replaced, a bounded number of times;
 - ``AbortCycle``: the open cycle is aborted and re-read from the committed offsets;
-- ``Retriable``: the same call is tried again with backoff (``mirror_sink.core.retry``).
+- ``Retriable``: the same call is tried again with backoff (``mirror_sink.core.retry``);
+- ``SwitchToRecordMode``: raised between cycles (nothing open), the task reopens its clients in
+  record mode (``mirror.mode=auto`` only), not counted as a failure.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ class RecoverableTaskFailure(TaskFailure):
 
 class ClientWedged(RecoverableTaskFailure):
     """A librdkafka call did not return within its bound; the client must be replaced."""
+
+
+class SwitchToRecordMode(Exception):
+    """Raw mode measured the source's batches too small to forward profitably: record mode it is."""
 
 
 class AbortCycle(Exception):

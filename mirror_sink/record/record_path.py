@@ -83,6 +83,10 @@ class RecordPath:
             self._rewound.difference_update({(m.topic(), m.partition()) for m in good})
         return Copied(len(good), produced)
 
+    def record_mode_advised(self) -> str | None:
+        """Record mode already."""
+        return None
+
     def caught_up(self) -> bool:
         """librdkafka fetches ahead on its own: a consume that drained its queue has caught up."""
         return self._drained

@@ -14,8 +14,9 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import ProduceSpec, Rec, create_topic, produce, read_all
+from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
 from mirror_sink.raw.batches import HEADER_SIZE
+from mirror_sink.raw.raw_path import SAMPLE_BATCHES
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     MirrorProcess,
@@ -204,3 +205,25 @@ def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_s
     growth = busy.peak - idle.peak
     assert growth < BUDGET + BUSY_OVERHEAD, f"RSS grew {growth / mib:.0f} MiB while busy"
     assert busy.peak < BUDGET + FIXED_OVERHEAD, f"peak RSS {busy.peak / mib:.0f} MiB"
+
+
+def test_auto_mode_turns_to_record_mode_when_the_source_s_batches_are_tiny(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    """Small source transactions leave batches of a record or two (under 100 bytes): after its first batches, auto
+    mode goes on in record mode, from the committed offsets, and the mirror stays exact."""
+    name, topic = unique("tiny"), unique("tiny")
+    create_topic(source.bootstrap_servers, topic, 2)
+    transactions = [([Rec(b"k", f"{i}".encode(), partition=i % 2)], True) for i in range(SAMPLE_BATCHES + 300)]
+    produce_transactions(source.bootstrap_servers, topic, transactions, ProduceSpec(transactional_id=f"{topic}-w"))
+    proc = mirror(mirror_config(name, source, target, topic, **{"mirror.mode": "auto"})).start()
+    try:
+        group = f"connect-{name}"
+        wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 120, "catch up")
+        assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    log = proc.log_text()
+    assert "mirror.mode=auto switches to record mode: the first" in log, proc.log_tail()
+    assert log.index("starting in raw mode") < log.index("starting in record mode"), "raw first, then record"
+    assert "task FAILED" not in log and "recreating the task's clients" not in log

@@ -470,3 +470,20 @@ def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothin
     parts[full].queued_bytes = 0
     fetcher.fill()
     assert asked(wire.requests[2]) == [0, 1, 2] and wire.requests[2].max_wait_ms == 100
+
+
+def test_raw_mode_advises_record_mode_once_for_sources_of_tiny_batches() -> None:
+    from mirror_sink.raw.raw_path import SAMPLE_BATCHES, RawPath
+
+    def path(forwarded: int, nbytes: int) -> RawPath:
+        p = object.__new__(RawPath)
+        p.forwarded, p.forwarded_bytes, p._advised = forwarded, nbytes, False
+        return p
+
+    assert path(SAMPLE_BATCHES - 1, 100).record_mode_advised() is None, "too few batches to tell"
+    tiny = path(SAMPLE_BATCHES, SAMPLE_BATCHES * 1700)
+    advice = tiny.record_mode_advised()
+    assert advice is not None and "averaged 1,700 bytes" in advice
+    assert tiny.record_mode_advised() is None, "decided once"
+    assert path(SAMPLE_BATCHES, SAMPLE_BATCHES * 64_000).record_mode_advised() is None, "ordinary batches stay raw"
+    assert path(SAMPLE_BATCHES, SAMPLE_BATCHES * 900_000).record_mode_advised() is None, "one large record a batch"
