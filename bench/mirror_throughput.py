@@ -39,6 +39,7 @@ PARTITIONS = 6
 MODES: dict[str, dict[str, str]] = {
     "raw-eos": {"transaction.producer": "true", "mirror.mode": "raw"},
     "record-eos": {"transaction.producer": "true", "mirror.mode": "record"},
+    "auto-eos": {"transaction.producer": "true", "mirror.mode": "auto"},  # raw, or record for tiny batches
     "raw-alo": {"transaction.producer": "false", "mirror.mode": "raw"},
     "record-alo": {"transaction.producer": "false", "mirror.mode": "record"},
     "spark-local2": {"transaction.producer": "true", "runtime": "spark"},  # Spark local[2], available-now

@@ -70,8 +70,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The results file ``bench.report`` looks for beside benchmarks.md.
 SHAPES_RESULTS = "benchmarks-shapes.json"
 SHAPES = ("many-partitions", "large-records", "compacted", "small-transactions", "mixed")
-MIRRORS = ("record-eos", "raw-eos", "mm2-eos")
-DEFAULT_MIRRORS = ("record-eos", "raw-eos")
+MIRRORS = ("record-eos", "raw-eos", "auto-eos", "mm2-eos")
+DEFAULT_MIRRORS = ("record-eos", "raw-eos", "auto-eos")
 TASKS = 2
 QUICK_SCALE = 0.05
 SAMPLE_S = 0.5
@@ -554,9 +554,12 @@ def run_mirror_sink(
                 raise TimeoutError(f"{mirror} mirrored {done:,} of {total:,} offsets in {limit:.0f} s; see {log_path}")
     finally:
         _stop(proc)
-    summary = parse_mirror_log(log_path.read_text(errors="replace"))
+    text = log_path.read_text(errors="replace")
+    summary = parse_mirror_log(text)
     result = _figures(mirror, source, seconds, sampler.cpu_seconds, sampler.peak_rss)
     result |= {"log": str(log_path), **asdict(summary)}
+    # mirror.mode=auto: how many of the tasks measured their batches too small and went on in record mode.
+    result["switched_to_record"] = text.count("mirror.mode=auto switches to record mode")
     if summary.forwarded is not None:
         batches = summary.forwarded + sum(summary.reencoded.values())
         result["records_per_batch"] = summary.records / batches if batches else None  # both count re-copies
@@ -713,8 +716,11 @@ def render_shapes(results: Mapping[str, Any]) -> str:
                 lines.append(f"| {s['shape']} | {what} | {run['mirror']} | failed: {run['error'][:80]} | | | | | | |")
                 continue
             forwarded = run.get("forwarded")
+            mirror = run["mirror"]
+            if run.get("switched_to_record"):
+                mirror += f" ({run['switched_to_record']} of {results.get('tasks', TASKS)} tasks went to record mode)"
             lines.append(
-                f"| {s['shape']} | {what} | {run['mirror']} | {_num(run['mb_per_s'], 1)} | "
+                f"| {s['shape']} | {what} | {mirror} | {_num(run['mb_per_s'], 1)} | "
                 f"{_num(run.get('cpu_s_per_gb'), 1)} | {_num(run['peak_rss_mb'], 0)} | {_num(run['seconds'], 1)} | "
                 f"{_num(run.get('aborts'), 0)} | {_num(forwarded, 0)} | "
                 f"{_reencoded(run) if forwarded is not None else '-'} |"
