@@ -72,12 +72,20 @@ def mirror_config(
     }
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.25) -> None:
-    """Poll ``predicate`` until true, or fail the test saying ``what`` did not happen."""
+def wait_until(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    interval: float = 0.25,
+    detail: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``predicate`` until true, or fail the test saying ``what`` did not happen (and, when given,
+    what ``detail`` says of the state then, such as a mirror's log tail)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            said = f"\n{detail()}" if detail is not None else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{said}")
         time.sleep(interval)
 
 

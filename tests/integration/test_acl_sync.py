@@ -95,11 +95,21 @@ def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
     def synced() -> set[Entry]:
         return {a for a in _topic_acls(secured_pair.target, target_topic) if a[0] in ours}
 
-    wait_until(lambda: not process.alive() or synced() == expected, 30, "the topic ACLs on the target")
+    wait_until(
+        lambda: not process.alive() or synced() == expected,
+        60,  # from the process's start: it first connects to both secured clusters and provisions topics
+        "the topic ACLs on the target",
+        detail=lambda: f"on the target: {synced()}\n{process.log_tail()}",
+    )
     assert process.alive(), process.log_tail()
     # A later source ACL arrives at the next interval, without a restart.
     _create_acls(secured_pair.source, [_acl(topic, frank, Op.DESCRIBE)])
-    wait_until(lambda: (frank, Op.DESCRIBE, ALLOW) in synced(), 20, "a new ACL synced at the next interval")
+    wait_until(
+        lambda: (frank, Op.DESCRIBE, ALLOW) in synced(),
+        20,
+        "a new ACL synced at the next interval",
+        detail=lambda: f"on the target: {synced()}\n{process.log_tail()}",
+    )
     assert synced() == expected | {(frank, Op.DESCRIBE, ALLOW)}
     assert not _topic_acls(secured_pair.target, f"source.{other}")
     wait_until(
