@@ -13,7 +13,7 @@ from mirror_sink.cli import passwd as passwd_cli
 from mirror_sink.cli import spark as spark_cli
 from mirror_sink.cli import standalone
 from mirror_sink.cli import worker as worker_cli
-from mirror_sink.core.allocator import single_malloc_arena
+from mirror_sink.core.allocator import tune_malloc
 from mirror_sink.core.logs import configure_logging
 
 Verbs: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
-    single_malloc_arena()  # before any thread starts: see mirror_sink.core.allocator
+    tune_malloc()  # before any thread starts: see mirror_sink.core.allocator
     return run_verb(build_parser(), argv)
 
 

@@ -5,6 +5,8 @@ has room in its queue; ``fetch_thread.FetchThread`` drives ``fill`` and ``collec
 their own while the task thread takes the queued items (every method holds the fetcher's lock).
 Each request first reserves what its response can cost in memory
 (``max_bytes`` times the copies the network layer makes of it) and waits when the budget is spent.
+Batches stay in the response's frame, as writable views: a frame is charged to the budget, beyond
+its queued batches, for what nothing forwards from it, until its last view is gone.
 Responses are checked (CRC), filtered (control batches and aborted transactions dropped) and
 queued per partition as ``Fetched`` items in offset order.
 """
@@ -16,6 +18,7 @@ import itertools
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +30,7 @@ from kafka.protocol.consumer import FetchRequest
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.raw import receive
 from mirror_sink.raw.batches import (
     HEADER_SIZE,
     BatchHeader,
@@ -48,12 +52,12 @@ _RETRY_BACKOFF_S = 0.2
 _FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
 #: Smallest response worth a request: below it the fetcher waits for acknowledgements.
 _MIN_FETCH_BYTES = 64 * 1024
-#: The network layer holds a response up to this many times while receiving and decoding it (the
-#: socket's pieces, joined unless one read took them all, the frame buffer, the decoded fields,
-#: and the fetcher's own writable copy, made one partition at a time), so a Fetch in flight is
-#: charged that many times its max_bytes: the budget bounds those copies too (a little above what
-#: they reach since raw mode's receive path lost two copies, see mirror_sink.raw.receive).
-_RESPONSE_COPIES = 4
+#: Copies of a response the network layer holds while receiving and decoding it, so a Fetch in
+#: flight is charged that many times its max_bytes: the frame alone when responses are read in
+#: place (mirror_sink.raw.receive); else kafka-python's socket pieces, frame, decoded fields and
+#: the fetcher's own writable copy.
+_COPIES_IN_PLACE = 1
+_COPIES_KAFKA_PYTHON = 4
 #: A Fetch in flight is charged at most half the budget, leaving the rest for queued data.
 _FETCH_SHARE = 2
 
@@ -87,14 +91,21 @@ class Fetched:
     header: BatchHeader | None  # None for the old v0/v1 format
     start: int
     next_offset: int
-    #: Bytes of the same response that nothing forwards (control and aborted batches, a partial
+    #: Bytes of the same buffer that nothing forwards (control and aborted batches, a partial
     #: tail) but that stay in memory as long as this batch's view does: charged with it.
     extra: int = 0
+    #: False for a view of a response's frame: the frame is charged whole, until it is freed.
+    charged: bool = True
 
     @property
     def size(self) -> int:
-        """Bytes held against the memory budget."""
+        """Bytes of the batch (and of what it keeps in memory), for the partition's queue limit."""
         return (len(self.batch) if self.batch is not None else 0) + self.extra
+
+    @property
+    def charge(self) -> int:
+        """Bytes held against the memory budget, given back by whoever ends the item's life."""
+        return self.size if self.charged else 0
 
 
 @dataclass
@@ -102,7 +113,8 @@ class _Partition:
     position: int  # next offset to fetch
     epoch: int  # new on every assign and seek: a response to an older fetch is dropped
     queue: deque[Fetched] = field(default_factory=deque)
-    queued_bytes: int = 0
+    queued_bytes: int = 0  # sizes of the queued items
+    queued_charge: int = 0  # their charges to the memory budget
     in_flight: bool = False  # in a Fetch now: never in two at once (after a leader move, say)
     retry_at: float = 0.0  # after a partition error, not fetched again before this
     #: The source's last stable offset in the latest response for this partition (-1: none yet),
@@ -148,6 +160,7 @@ class RawFetcher:
         #: The last ``fill`` left a leader without a Fetch (the budget or the queues were full):
         #: freeing memory or taking items is then worth a nudge of the fetch thread.
         self.held_back = False
+        self._copies = _COPIES_IN_PLACE if receive.installed() else _COPIES_KAFKA_PYTHON
         wire.negotiate(FetchRequest, _FETCH_VERSION, _FETCH_VERSION)
 
     # -- assignment -----------------------------------------------------------------------------
@@ -176,9 +189,9 @@ class RawFetcher:
             part.in_flight = False
 
     def _drop_queue(self, part: _Partition) -> None:
-        self.budget.give_back(part.queued_bytes)
+        self.budget.give_back(part.queued_charge)
         part.queue.clear()
-        part.queued_bytes = 0
+        part.queued_bytes = part.queued_charge = 0
 
     @property
     def partitions(self) -> list[SourcePartition]:
@@ -206,6 +219,7 @@ class RawFetcher:
             return None
         item = part.queue.popleft()
         part.queued_bytes -= item.size
+        part.queued_charge -= item.charge
         return item
 
     # -- fetching -------------------------------------------------------------------------------
@@ -248,12 +262,12 @@ class RawFetcher:
                     else [tp for tp in tps if self._parts[tp].looked_at < stale]
                 )
             }
-        most = self.budget.limit // (_FETCH_SHARE * _RESPONSE_COPIES)
+        most = self.budget.limit // (_FETCH_SHARE * self._copies)
         for leader, tps in by_leader.items():
             max_bytes = min(
                 self.fetch_max_bytes,
                 most,
-                self.budget.available // _RESPONSE_COPIES,
+                self.budget.available // self._copies,
                 len(tps) * self.partition_max_bytes,
             )
             if max_bytes < min(_MIN_FETCH_BYTES, most):
@@ -261,7 +275,7 @@ class RawFetcher:
                 continue
             if not self.wire.ready(leader):
                 continue
-            charge = max_bytes * _RESPONSE_COPIES
+            charge = max_bytes * self._copies
             self.budget.take(charge)
             request = self._request(tps, max_bytes, wait_ms)
             sent = {}
@@ -321,14 +335,19 @@ class RawFetcher:
                 log.warning("fetch from source broker %s failed (retrying): %s", leader, flight.future.exception)
                 self.wire.refresh_metadata()
                 continue
+            frame: Any = None  # the response's frame, when queued batches are views of it
             for topic in flight.future.value.responses:
                 for pd in topic.partitions:
                     found = current.get((topic.topic, pd.partition_index))
                     if found is not None:
-                        self._take_response(*found, pd)
+                        frame = self._take_response(*found, pd) or frame
+                    pd.records = None
+            if frame is not None:
+                self._charge_frame(frame)
         return bool(done)
 
-    def _take_response(self, tp: SourcePartition, part: _Partition, pd: Any) -> None:
+    def _take_response(self, tp: SourcePartition, part: _Partition, pd: Any) -> Any:
+        """Queue one partition's data; the response's frame when views of it were queued, else None."""
         where = f"source partition {tp}"
         if pd.error_code == KafkaErrorCode.OFFSET_OUT_OF_RANGE:
             raise TaskFailure(
@@ -338,31 +357,46 @@ class RawFetcher:
             log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
             self.wire.refresh_metadata()
             part.retry_at = time.monotonic() + _RETRY_BACKOFF_S
-            return
+            return None
         if pd.error_code:
             topic_refused = pd.error_code == KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED
             denied = self.wire.denied(pd.error_code, "READ", [tp.topic]) if topic_refused else None
             raise denied or TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
         part.stable_end = pd.last_stable_offset
         part.looked_at = time.monotonic()
-        if not pd.records:
-            return
-        # The one copy the raw path makes: a writable buffer so headers can be rewritten in place.
-        # The response's own bytes are dropped at once rather than with the whole response.
-        buf = memoryview(bytearray(pd.records))
+        records = pd.records
+        if not records:
+            return None
         pd.records = None
+        in_frame = isinstance(records, memoryview) and not records.readonly
+        # A view of the response's frame is rewritten in place (mirror_sink.raw.receive); anything
+        # else (a small response, decoded from a copy) gets the one writable copy of its own.
+        buf = records if in_frame else memoryview(bytearray(records))
         try:
-            last, forwarded = self._queue_batches(part, buf, pd.aborted_transactions or ())
+            last, forwarded = self._queue_batches(part, buf, pd.aborted_transactions or (), charged=not in_frame)
         except CorruptBatch as exc:
             raise TaskFailure(f"{where}: corrupt batch, not mirrored: {exc}") from exc
+        if in_frame:
+            return records.obj if forwarded else None
         if last is not None:
             # The buffer lives as long as any view of it: what nothing forwards is charged to the last view.
             last.extra = len(buf) - forwarded
             part.queued_bytes += last.extra
+            part.queued_charge += last.extra
             self.budget.take(last.extra)
+        return None
 
-    def _queue_batches(self, part: _Partition, buf: memoryview, aborted: Iterable[Any]) -> tuple[Fetched | None, int]:
-        """Queue the batches of one response: the last item holding a view of it, and the bytes of all such views."""
+    def _charge_frame(self, frame: Any) -> None:
+        """Charge the whole of ``frame`` until it is freed: any one view keeps all of it in memory."""
+        self.budget.take(len(frame))
+        weakref.finalize(frame, self.budget.give_back, len(frame))
+
+    def _queue_batches(
+        self, part: _Partition, buf: memoryview, aborted: Iterable[Any], *, charged: bool
+    ) -> tuple[Fetched | None, int]:
+        """Queue the batches of one response: the last item holding a view of it, and the bytes of all such views.
+
+        ``charged``: each view is charged to the budget (False when the buffer is charged whole)."""
         committed = ReadCommittedFilter((a.producer_id, a.first_offset) for a in aborted)
         last = None
         forwarded = 0
@@ -370,7 +404,7 @@ class RawFetcher:
             if magic < 2:
                 # v0/v1: the wrapper's offset is its last record's; the fallback re-encodes it.
                 if base >= part.position:
-                    last = self._queue(part, Fetched(view, None, part.position, base + 1))
+                    last = self._queue(part, Fetched(view, None, part.position, base + 1, charged=charged))
                     forwarded += len(view)
                 continue
             header = parse_header(view)
@@ -384,14 +418,15 @@ class RawFetcher:
             if verdict is not Verdict.FORWARD or header.record_count == 0:
                 self._queue(part, Fetched(None, header, part.position, header.next_offset))
             else:
-                last = self._queue(part, Fetched(view, header, part.position, header.next_offset))
+                last = self._queue(part, Fetched(view, header, part.position, header.next_offset, charged=charged))
                 forwarded += len(view)
         return last, forwarded
 
     def _queue(self, part: _Partition, item: Fetched) -> Fetched:
         part.queue.append(item)
         part.queued_bytes += item.size
-        self.budget.take(item.size)
+        part.queued_charge += item.charge
+        self.budget.take(item.charge)
         part.position = item.next_offset
         return item
 

@@ -25,8 +25,10 @@ from mirror_sink.core.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaEr
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.offset_syncs import CycleOffsets
 from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.raw import send as chunked_send
 from mirror_sink.raw.batches import rewrite_in_place
 from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.produce_request import ChunkedProduce
 from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import REQUESTS_IN_FLIGHT, NodeId, WireClient, error_name
 
@@ -71,7 +73,7 @@ class ProducePipeline:
         self.wire = wire
         self._txn = transactions
         self._budget = budget
-        #: Produce requests hold copies of their batches until answered: keep each one bounded.
+        #: A Produce request's size bound (batches of many partitions share a request up to it).
         self.request_max_bytes = request_max_bytes
         # Fixed for the producer's life: read once here, not per batch.
         self._transactional = transactions.transactional
@@ -87,6 +89,8 @@ class ProducePipeline:
         self.acked_records = 0
         self.offsets: CycleOffsets | None = None
         self._produce_version = wire.negotiate(ProduceRequest, 8, 11)
+        #: Requests are sent from the batches' own memory when the connections can (mirror_sink.raw.send).
+        self._chunked = chunked_send.installed()
 
     def new_epoch(self) -> None:
         """Stamp batches with the transaction client's new producer id and epoch: sequences restart at 0."""
@@ -166,7 +170,12 @@ class ProducePipeline:
             if not sent:
                 return
 
-    def _produce_request(self, entries: dict[TargetPartition, _Outgoing]) -> ProduceRequest:
+    def _produce_request(self, entries: dict[TargetPartition, _Outgoing]) -> ChunkedProduce | ProduceRequest:
+        if self._chunked:
+            batches: dict[str, list[tuple[int, memoryview]]] = {}
+            for (topic, partition), out in entries.items():
+                batches.setdefault(topic, []).append((partition, out.batch))
+            return ChunkedProduce(self._produce_version, self._transactional_id, -1, 30_000, batches)
         p = ProduceRequest
         topics: dict[str, list[Any]] = {}
         for (topic, partition), out in entries.items():

@@ -249,7 +249,7 @@ class RawPath:
                 done += 1
         except BaseException:
             for _, _, item in plan[done:]:  # taken from the fetcher but never handed to the producer
-                self.budget.give_back(item.size)
+                self.budget.give_back(item.charge)
             raise
         return Copied(records, nbytes), True
 
@@ -260,7 +260,7 @@ class RawPath:
         problem = OLD_FORMAT if header is None else forward_problem(header, item.start, limit)
         if problem is None:
             assert header is not None
-            self.producer.send(target_tp, item.batch, header.record_count, item.size, header.base_offset)
+            self.producer.send(target_tp, item.batch, header.record_count, item.charge, header.base_offset)
             self.forwarded += 1
             self.forwarded_bytes += len(item.batch)
             self._count(target_tp, item.batch, header.record_count)
@@ -279,12 +279,12 @@ class RawPath:
         rebuilt = reencode(item.batch, codec, item.start, limit, where)
         records = 0
         for i, (built, offsets) in enumerate(rebuilt):
-            charge = item.size if i == len(rebuilt) - 1 else 0
+            charge = item.charge if i == len(rebuilt) - 1 else 0
             self.producer.send(target_tp, memoryview(built), len(offsets), charge, offsets)
             self._count(target_tp, built, len(offsets))
             records += len(offsets)
         if not rebuilt:
-            self.budget.give_back(item.size)
+            self.budget.give_back(item.charge)
         return records, sum(len(r.batch) for r in rebuilt)
 
     def _count(self, tp: TargetPartition, batch: memoryview | bytearray, records: int) -> None:

@@ -1,64 +1,170 @@
-"""kafka-python's receive path, fitted for the raw path's megabyte Fetch responses.
+"""kafka-python's receive path, fitted for the raw path's megabyte Fetch responses: one copy per byte.
 
-kafka-python 3 reads a socket 4 KB per ``recv`` call, in a Python loop, and joins the pieces: a
-6 MB Fetch response costs 1,500 calls and a copy. Measured here (0.5 GB of uncompressed 1 KB
-records, Fetch alone, 6 partitions): 127 MB/s with 4 KB reads, 202 MB/s with 64 KB, 242 MB/s with
-1 MiB. Reading up to 1 MiB per call (whatever the socket holds; a TLS socket still returns one TLS
-record per call) also saves the join's copy whenever one call takes everything available.
+kafka-python 3 reads a socket 4 KB per ``recv`` call and joins the pieces, copies them into the
+response's frame buffer (slicing on the way), copies the whole frame again when decoding starts, and
+copies every ``records`` field out of it into ``bytes``; raw mode then made a writable copy of each.
+A byte of a Fetch response was copied five or six times before its batch could be rewritten.
 
-Decoding then copied the whole response twice more before parsing it (the decoder asks the frame
-for all of it; ``KafkaBytes.read`` slices the frame, a copy, and makes ``bytes`` of the slice,
-another): 0.45 of 1.78 s in that Fetch-only run. A large read now returns a view of the frame
-instead, which the decoder parses as it is (it turns every input into a memoryview anyway, and
-copies each field out of it); the frame is freed once the response is decoded, as before.
+Here a byte is copied once, from the socket into its response's frame:
 
-kafka-python has no setting for either, so ``install`` replaces the transports' ``_sock_recv`` and
-``KafkaBytes.read`` with versions that keep their contracts (what was read until the socket would
-block and the error that ended it; the next ``nbytes`` of the frame, as a bytes-like object). It
-refuses to patch a kafka-python whose classes do not look as expected.
+* ``_sock_recv`` reads a frame's body with ``recv_into`` straight into the frame buffer (a
+  ``KafkaBytes``, kafka-python's own) once the frame's size is known and at least ``DIRECT_BYTES``
+  of it are missing; headers and small responses go through a 64 KiB scratch buffer per
+  connection, so a burst of small responses costs one system call, not two per response. It
+  returns the frames it completed (``Frames``) and ``KafkaProtocol.receive_bytes`` decodes those as
+  they are, keeping its byte-stream path for anything else.
+* ``KafkaBytes.read`` returns a view of the frame for large reads (the decoder asks for the whole
+  frame, then turns it into a memoryview anyway).
+* A ``records`` field (a partition's record batches) of such a frame is decoded as a view of it,
+  not a copy. The view is writable, so raw mode rewrites batch headers in place; the frame stays in
+  memory while any view of it does (``fetcher`` charges the memory budget for that). Small frames
+  (under ``VIEW_BYTES``) are still decoded from a copy, so their fields are ``bytes``.
+
+kafka-python has no setting for any of it, so ``install`` replaces those functions with versions that
+keep their contracts, and refuses when kafka-python's classes do not look as expected.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
+import struct
 from typing import Any
 
 import kafka.errors as kerr
 from kafka.net import transport
-from kafka.protocol import frame
+from kafka.protocol import frame, parser
+from kafka.protocol.schemas.fields import simple
+from kafka.protocol.schemas.fields.codecs import types
 
 log = logging.getLogger(__name__)
 
-#: Bytes asked of the socket per call.
-RECV_BYTES = 1 << 20
-#: Reads of at least this many bytes from a response frame are views, not copies (record batches;
-#: every other field is far smaller and stays ``bytes``).
+#: A frame's missing part at least this large is read straight into the frame.
+DIRECT_BYTES = 16 * 1024
+#: Headers and small responses are read through a scratch buffer of this size.
+SCRATCH_BYTES = 64 * 1024
+#: Reads of at least this many bytes from a frame are views of it, not copies.
 VIEW_BYTES = 64 * 1024
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+_SIZE = struct.Struct(">i")
 
 
-def _sock_recv(self: Any) -> tuple[bytes, Exception | None]:
-    """What the socket holds now, read in calls of up to RECV_BYTES, and the error that ended it."""
+class Frames:
+    """Response frames read whole from a socket, in order, and the bytes read to get them."""
+
+    __slots__ = ("frames", "nbytes")
+
+    def __init__(self) -> None:
+        self.frames: list[frame.KafkaBytes] = []
+        self.nbytes = 0
+
+    def __len__(self) -> int:  # kafka-python logs and meters ``len`` of what it received
+        return self.nbytes
+
+
+def _feed(proto: Any, data: memoryview, frames: Frames) -> None:
+    """Run ``data`` through ``proto``'s frame state (size prefix, then body), completing frames."""
+    i, n = 0, len(data)
+    while i < n:
+        if not proto._receiving:
+            header = proto._header
+            take = min(4 - header.tell(), n - i)
+            header.write(data[i : i + take])
+            i += take
+            if header.tell() < 4:
+                return
+            size = _SIZE.unpack_from(header, 0)[0]
+            proto._validate_frame_size(size)
+            proto._rbuffer = frame.KafkaBytes(size)
+            proto._receiving = True
+        body = proto._rbuffer
+        take = min(len(body) - body.tell(), n - i)
+        body.write(data[i : i + take])
+        i += take
+        _maybe_complete(proto, frames)
+
+
+def _maybe_complete(proto: Any, frames: Frames) -> None:
+    body = proto._rbuffer
+    if body.tell() == len(body):
+        frames.frames.append(body)
+        proto._reset_buffer()
+
+
+def _sock_recv(self: Any) -> tuple[Frames | bytes, Exception | None]:
+    """Read until the socket would block: frames completed in place, and the error that ended it."""
+    proto = getattr(self._protocol, "parser", None)
+    if proto is None:  # not yet speaking Kafka (kafka-python creates the parser on connect)
+        return _plain_recv(self)
+    scratch = getattr(self, "_mirror_scratch", None)
+    if scratch is None:
+        scratch = self._mirror_scratch = memoryview(bytearray(SCRATCH_BYTES))
+    sock = self._sock
+    frames = Frames()
+    error: Exception | None = None
+    while True:
+        try:
+            body = proto._rbuffer if proto._receiving else None
+            if body is not None and len(body) - body.tell() >= DIRECT_BYTES:
+                start = body.tell()
+                got = sock.recv_into(memoryview(body)[start:])
+                body.seek(start + got)
+                if got:
+                    _maybe_complete(proto, frames)
+            else:
+                got = sock.recv_into(scratch)
+                if got:
+                    _feed(proto, scratch[:got], frames)
+        except _WOULD_BLOCK:
+            break
+        except kerr.KafkaError as exc:  # a frame size over receive_message_max_bytes
+            error = exc
+            break
+        except Exception as exc:  # as kafka-python's own: the connection is closed with this error
+            log.debug("%s: error receiving network data: %s", self, exc)
+            error = kerr.KafkaConnectionError(exc)
+            break
+        if not got:
+            error = kerr.KafkaConnectionError("socket disconnected")
+            break
+        frames.nbytes += got
+    return frames, error
+
+
+def _plain_recv(self: Any) -> tuple[bytes, Exception | None]:
     chunks: list[bytes] = []
     error: Exception | None = None
     while True:
         try:
-            data = self._sock.recv(RECV_BYTES)
+            data = self._sock.recv(SCRATCH_BYTES)
         except _WOULD_BLOCK:
             break
-        except Exception as exc:  # as kafka-python's own: the connection is closed with this error
-            log.debug("%s: error receiving network data: %s", self, exc)
+        except Exception as exc:
             error = kerr.KafkaConnectionError(exc)
             break
         if not data:
             error = kerr.KafkaConnectionError("socket disconnected")
             break
         chunks.append(data)
-    return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), error
+    return b"".join(chunks), error
 
 
-_sock_recv.large_reads = True  # type: ignore[attr-defined]
+_sock_recv.in_place = True  # type: ignore[attr-defined]
+_receive_bytes = parser.KafkaProtocol.receive_bytes
+
+
+def _receive(self: Any, data: Any) -> list[Any]:
+    """kafka-python's ``receive_bytes``, taking completed ``Frames`` as well as a byte stream."""
+    if not isinstance(data, Frames):
+        return _receive_bytes(self, data)  # type: ignore[no-any-return]
+    responses = []
+    for body in data.frames:
+        body.seek(0)
+        responses.append(self._process_response(body))
+    return responses
+
+
+_receive.in_place = True  # type: ignore[attr-defined]
 _kafka_bytes_read = frame.KafkaBytes.read
 
 
@@ -73,26 +179,70 @@ def _read(self: Any, nbytes: int | None = None) -> bytes | memoryview:
     return memoryview(self)[start : self._idx]
 
 
-_read.large_reads = True  # type: ignore[attr-defined]
+_read.in_place = True  # type: ignore[attr-defined]
+
+
+_emit_decode_field = simple.SimpleField.emit_decode_from
+
+
+def _emit_decode_field_in_place(
+    self: Any, ctx: Any, var_name: str, indent: str, *, version: Any = None, compact: bool = False, tagged: bool = False
+) -> None:
+    """kafka-python's generated decoding of a field, keeping a ``records`` field as a view of a writable frame."""
+    if self._type_str != "records":
+        _emit_decode_field(self, ctx, var_name, indent, version=version, compact=compact, tagged=tagged)
+        return
+    length = ctx.next_var("ln")
+    if compact:
+        types.UnsignedVarInt32.emit_decode_from(ctx, length, indent)
+        ctx.emit(indent, f"{length} -= 1")
+    else:
+        ctx.emit(indent, f'{length} = unpack_from(">i", data, pos)[0]')
+        ctx.emit(indent, "pos += 4")
+    ctx.emit(indent, f"if {length} < 0:")
+    ctx.emit(indent, f"    {var_name} = None")
+    ctx.emit(indent, "elif isinstance(data, memoryview) and not data.readonly:")
+    ctx.emit(indent, f"    {var_name} = data[pos:pos+{length}]")
+    ctx.emit(indent, f"    pos += {length}")
+    ctx.emit(indent, "else:")
+    ctx.emit(indent, f"    {var_name} = bytes(data[pos:pos+{length}])")
+    ctx.emit(indent, f"    pos += {length}")
+
+
+_emit_decode_field_in_place.in_place = True  # type: ignore[attr-defined]
 
 
 def install() -> bool:
-    """Make kafka-python's TCP and TLS transports read large chunks; False if they do not look as expected."""
+    """Read Fetch responses in place; False (and kafka-python's own path) if it does not look as expected."""
     classes = (transport.KafkaTCPTransport, transport.KafkaSSLTransport)
-    if not all(callable(getattr(cls, "_sock_recv", None)) for cls in classes) or not (
-        issubclass(frame.KafkaBytes, bytearray) and callable(getattr(frame.KafkaBytes, "read", None))
+    proto = parser.KafkaProtocol
+    if not (
+        all(callable(getattr(cls, "_sock_recv", None)) for cls in classes)
+        and issubclass(frame.KafkaBytes, bytearray)
+        and callable(getattr(frame.KafkaBytes, "read", None))
+        and all(callable(getattr(proto, f, None)) for f in ("receive_bytes", "_process_response", "_reset_buffer"))
+        and callable(getattr(simple.SimpleField, "emit_decode_from", None))
+        and simple.SimpleField.TYPES.get("records") is types.Bytes
+        and callable(getattr(types.UnsignedVarInt32, "emit_decode_from", None))
     ):
-        log.warning("kafka-python's receive path has changed: raw mode keeps its 4 KB reads and copies")
+        log.warning("kafka-python's receive path has changed: raw mode keeps its copies of every fetched byte")
         return False
     for cls in classes:
         cls._sock_recv = _sock_recv
+    proto.receive_bytes = _receive
     frame.KafkaBytes.read = _read
+    simple.SimpleField.emit_decode_from = _emit_decode_field_in_place
     return True
 
 
 def installed() -> bool:
-    """True when the transports read large chunks."""
-    return getattr(frame.KafkaBytes.read, "large_reads", False) and all(
-        getattr(cls._sock_recv, "large_reads", False)
-        for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport)
+    """True when Fetch responses are read in place."""
+    return (
+        getattr(frame.KafkaBytes.read, "in_place", False)
+        and getattr(parser.KafkaProtocol.receive_bytes, "in_place", False)
+        and getattr(simple.SimpleField.emit_decode_from, "in_place", False)
+        and all(
+            getattr(cls._sock_recv, "in_place", False)
+            for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport)
+        )
     )

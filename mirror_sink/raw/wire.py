@@ -24,11 +24,14 @@ from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
-from mirror_sink.raw import receive
+from mirror_sink.raw import receive, send
 
 log = logging.getLogger(__name__)
 
-receive.install()  # large socket reads for every raw-mode connection (see mirror_sink.raw.receive)
+# Every raw-mode connection reads responses into their frames and writes Produce batches from
+# that memory (see mirror_sink.raw.receive and mirror_sink.raw.send).
+receive.install()
+send.install()
 
 #: librdkafka-style client properties (what connector configs carry) -> kafka-python options.
 _PROPERTY_MAP = {

@@ -425,15 +425,6 @@ def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_b
     assert fetcher.budget.used == 0, "its reservation went back to the budget"
 
 
-def test_raw_mode_s_connections_read_the_socket_in_large_chunks() -> None:
-    """The pinned kafka-python's transports take the large reads (an upgrade that changes them
-    fails here, not silently at 4 KB per call)."""
-    import mirror_sink.raw.wire  # noqa: F401  (installs them)
-    from mirror_sink.raw import receive
-
-    assert receive.installed()
-
-
 def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothing() -> None:
     wire = _PipelinedWire()
     fetcher = RawFetcher(
@@ -487,3 +478,43 @@ def test_raw_mode_advises_record_mode_once_for_sources_of_tiny_batches() -> None
     assert tiny.record_mode_advised() is None, "decided once"
     assert path(SAMPLE_BATCHES, SAMPLE_BATCHES * 64_000).record_mode_advised() is None, "ordinary batches stay raw"
     assert path(SAMPLE_BATCHES, SAMPLE_BATCHES * 900_000).record_mode_advised() is None, "one large record a batch"
+
+
+def test_batches_read_in_place_keep_their_whole_frame_charged_until_the_last_one_is_gone() -> None:
+    """A response read in place (mirror_sink.raw.receive) is one frame: any batch still queued or
+    unacknowledged keeps all of it in memory, so all of it stays charged until then."""
+    from kafka.protocol.frame import KafkaBytes
+
+    wire = _PipelinedWire()
+    fetcher = RawFetcher(
+        wire,  # type: ignore[arg-type]
+        MemoryBudget(1 << 24),
+        fetch_max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        max_wait_ms=10,
+    )
+    a, b = SourcePartition("orders", 0), SourcePartition("orders", 1)
+    fetcher.assign({a: 0, b: 0})
+    fetcher.fill()
+    batch = bytes(build([(b"k", b"v" * 1000, [], 1)] * 3, 0, base_offset=0))
+    frame = KafkaBytes(1000 + 2 * len(batch))  # a header, then each partition's records
+    frame[1000 : 1000 + len(batch)] = batch
+    frame[1000 + len(batch) :] = batch
+    whole = memoryview(frame)
+    partitions = [
+        SimpleNamespace(partition_index=p, **vars(_fetch_response(whole[start : start + len(batch)])))  # type: ignore[arg-type]
+        for p, start in ((0, 1000), (1, 1000 + len(batch)))
+    ]
+    wire.sent[0].success(SimpleNamespace(responses=[SimpleNamespace(topic="orders", partitions=partitions)]))
+    del whole, partitions, frame
+    assert fetcher.collect()
+    first, second = fetcher.pop(a), fetcher.pop(b)
+    assert first is not None and second is not None and first.batch is not None and second.batch is not None
+    assert not first.batch.readonly, "a writable view of the frame: headers are rewritten in place"
+    assert (first.charge, second.charge) == (0, 0), "the batches are not charged one by one..."
+    size = 1000 + 2 * len(batch)
+    assert fetcher.budget.used == size, "...the frame is, whole"
+    del first
+    assert fetcher.budget.used == size, "one batch acknowledged: the other still holds the frame"
+    del second
+    assert fetcher.budget.used == 0, "the last one gone, the frame is freed and given back"

@@ -19,6 +19,7 @@ from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.batches import parse_header
 from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.produce_request import ChunkedProduce
 from mirror_sink.raw.producer import ProducePipeline
 from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import NodeId
@@ -100,16 +101,16 @@ def _partitions_added(*codes: int) -> SimpleNamespace:
     return SimpleNamespace(results_by_topic_v3_and_below=[SimpleNamespace(results_by_partition=partitions)])
 
 
-def _produce_response(request: Any, code: int) -> SimpleNamespace:
+def _produce_response(request: ChunkedProduce, code: int) -> SimpleNamespace:
     return SimpleNamespace(
         responses=[
             SimpleNamespace(
-                name=t.name,
+                name=topic,
                 partition_responses=[
-                    SimpleNamespace(index=p.index, error_code=code, error_message=None) for p in t.partition_data
+                    SimpleNamespace(index=index, error_code=code, error_message=None) for index, _ in partitions
                 ],
             )
-            for t in request.topic_data
+            for topic, partitions in request.topics.items()
         ]
     )
 
@@ -237,7 +238,7 @@ def test_one_request_per_leader_carries_the_next_batch_of_each_partition_and_ack
         pipeline.send(tp, _batch(2), 2, charge, 0)
     pipeline.pump()
     assert sorted(node for node, _, _ in wire.produced) == [1, 1, 2], "T0's second batch is pipelined behind its first"
-    assert all(len(t.partition_data) == 1 for _, r, _ in wire.produced for t in r.topic_data)
+    assert all(len(partitions) == 1 for _, r, _ in wire.produced for partitions in r.topics.values())
     assert pipeline.backlog == 3
     wire.poll(0)
     pipeline.reap()
