@@ -11,6 +11,7 @@ import sys
 
 from devkafka import demo
 from devkafka.pair import DevClusters, print_clusters
+from devkafka.replicated import ReplicatedPair
 from mirror_sink.cli.main import run_verb, verb_parser
 
 
@@ -19,7 +20,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser(
         "kafka",
         help="start, stop or show the local source and target Kafka clusters",
-        description="Local single-node KRaft clusters named 'source' and 'target', from Maven Central jars.",
+        description="Local KRaft clusters named 'source' and 'target', from Maven Central jars: single-node by "
+        "default, or replicated (--brokers 3: three broker+controller nodes each, replication factor 3, "
+        "min.insync.replicas 2).",
     )
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--hard", action="store_true", help="with 'down': SIGKILL instead of SIGTERM")
@@ -28,21 +31,34 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="a second pair with SASL_SSL (SCRAM-SHA-512), mTLS and an authorizer; prints its client settings",
     )
+    p.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="nodes per cluster: 1 (default) or 3 or more for a replicated pair (kept apart from the single-node one)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one ``kafka`` action."""
-    clusters = (
-        DevClusters(DevClusters().home.with_name("dev-kafka-secured"), secured=True) if args.secured else DevClusters()
-    )
+    if args.brokers != 1 and (args.secured or args.brokers < 3):
+        print("--brokers takes 1, or 3 or more (a quorum that survives one loss), and not with --secured")
+        return 2
+    clusters: DevClusters | ReplicatedPair
+    if args.secured:
+        clusters = DevClusters(DevClusters().home.with_name("dev-kafka-secured"), secured=True)
+    elif args.brokers > 1:
+        clusters = ReplicatedPair(DevClusters().home.with_name(f"dev-kafka-{args.brokers}x"), size=args.brokers)
+    else:
+        clusters = DevClusters()
     if args.action == "up":
         clusters.up()
     elif args.action == "down":
         clusters.down(hard=args.hard)
     print_clusters(clusters)
     print(f"data: {clusters.home}")
-    if args.secured and args.action != "down":
+    if isinstance(clusters, DevClusters) and args.secured and args.action != "down":
         print_client_settings(clusters)
     return 0
 

@@ -1,4 +1,5 @@
-"""One single-node KRaft cluster (combined broker + controller) on loopback, run from the cached jars."""
+"""One KRaft node (combined broker + controller) on loopback, run from the cached jars: a single-node
+cluster by default, or one member of a replicated cluster (``devkafka.replicated``)."""
 
 from __future__ import annotations
 
@@ -57,15 +58,39 @@ class ClusterState:
     pid: int | None = None
     #: A secured cluster's ports besides ``port`` (its SASL_SSL listener): MTLS, EXPIRED, WRONGHOST.
     extra_ports: dict[str, int] = field(default_factory=dict)
+    #: This node's id and its cluster's controller.quorum.voters ("" for a single node: itself).
+    node_id: int = 1
+    voters: str = ""
+    #: Replicas of internal topics and of new topics (the cluster's node count); min ISR is 2 above one.
+    replicas: int = 1
+
+
+@dataclass(frozen=True)
+class Membership:
+    """What a node of a replicated cluster shares with the others and what is its own."""
+
+    cluster_id: str
+    node_id: int
+    voters: str
+    replicas: int
+    port: int
+    controller_port: int
 
 
 def _server_properties(
     state: ClusterState, log_dir: Path, extra: dict[str, str], security: ClusterSecurity | None = None
 ) -> str:
+    rf = state.replicas
+    min_isr = str(min(rf, 2))
+    replication = (
+        # Replicated: any one node may die and every write still has a second copy (Kafka's own
+        # transactions system test runs three brokers so).
+        {"default.replication.factor": str(rf), "min.insync.replicas": min_isr} if rf > 1 else {}
+    )
     props = {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{state.controller_port}",
+        "node.id": str(state.node_id),
+        "controller.quorum.voters": state.voters or f"{state.node_id}@127.0.0.1:{state.controller_port}",
         "listeners": f"PLAINTEXT://127.0.0.1:{state.port},CONTROLLER://127.0.0.1:{state.controller_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{state.port}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -73,15 +98,16 @@ def _server_properties(
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(log_dir),
         "num.partitions": "1",
-        # One node: internal topics must not ask for replicas that cannot exist, or transactions
-        # and group commits never start.
-        "offsets.topic.replication.factor": "1",
+        # Internal topics ask for as many replicas as there are nodes: on one node, more than one
+        # would keep transactions and group commits from ever starting.
+        "offsets.topic.replication.factor": str(rf),
         "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.replication.factor": str(rf),
+        "transaction.state.log.min.isr": min_isr,
         "transaction.state.log.num.partitions": "10",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": str(rf),
+        "share.coordinator.state.topic.min.isr": min_isr,
+        **replication,
         "group.initial.rebalance.delay.ms": "0",
         # Tests use short session timeouts to provoke rebalances quickly.
         "group.min.session.timeout.ms": "1000",
@@ -95,7 +121,8 @@ def _server_properties(
 
 
 class LocalKafkaCluster:
-    """A named single-node KRaft cluster whose data lives in ``home`` and survives restarts.
+    """A named single-node KRaft cluster whose data lives in ``home`` and survives restarts (or, given
+    a ``Membership``, one node of a replicated cluster: see ``devkafka.replicated``).
 
     ``start`` formats the storage on first use, launches the JVM in its own session (so the caller's
     signals do not reach it) and waits until the broker answers a metadata request. ``stop`` signals
@@ -111,13 +138,14 @@ class LocalKafkaCluster:
         broker_config: dict[str, str] | None = None,
         heap: str = "768m",
         secured: bool = False,
+        membership: Membership | None = None,
     ) -> None:
         self.name = name
         self.home = home
         self.jars = jars
         self.broker_config = broker_config or {}
         self.heap = heap
-        self.state = self._load_or_create_state()
+        self.state = self._load_or_create_state(membership)
         #: TLS material and SCRAM users when the cluster is secured (see ``devkafka.security``).
         self.security = ClusterSecurity(home / "security") if secured else None
         if secured and not self.state.extra_ports:
@@ -150,7 +178,7 @@ class LocalKafkaCluster:
         """The JVM's stdout and stderr (startup failures land here)."""
         return self.home / "logs" / "console.log"
 
-    def _load_or_create_state(self) -> ClusterState:
+    def _load_or_create_state(self, membership: Membership | None) -> ClusterState:
         path = self.home / _STATE_FILE
         if path.exists():
             state = ClusterState(**json.loads(path.read_text()))
@@ -160,6 +188,17 @@ class LocalKafkaCluster:
                     f"not {self.jars.version}; remove the directory or set MIRROR_SINK_KAFKA_VERSION"
                 )
             return state
+        if membership is not None:
+            return ClusterState(
+                name=self.name,
+                cluster_id=membership.cluster_id,
+                port=membership.port,
+                controller_port=membership.controller_port,
+                kafka_version=self.jars.version,
+                node_id=membership.node_id,
+                voters=membership.voters,
+                replicas=membership.replicas,
+            )
         return ClusterState(
             name=self.name,
             cluster_id=new_cluster_id(),

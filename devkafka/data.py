@@ -82,9 +82,12 @@ def create_topic(
     config: dict[str, str] | None = None,
     timeout: float = 30.0,
 ) -> None:
-    """Create ``topic`` and wait until every partition's leader serves it (not just names it)."""
+    """Create ``topic`` and wait until every partition's leader serves it (not just names it).
+
+    Its replicas are the cluster's default.replication.factor (1 on a single node, the node count on
+    a replicated cluster)."""
     admin = AdminClient(_conf(bootstrap))
-    fs = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})], operation_timeout=timeout)
+    fs = admin.create_topics([NewTopic(topic, partitions, -1, config=config or {})], operation_timeout=timeout)
     fs[topic].result(timeout)
     deadline = time.monotonic() + timeout
     wait_for_partitions(admin, topic, partitions, timeout)

@@ -9,6 +9,7 @@ from pathlib import Path
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.jars import KafkaJars
 from devkafka.paths import data_dir
+from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 
 CLUSTER_NAMES = ("source", "target")
 
@@ -61,8 +62,11 @@ class DevClusters:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def print_clusters(clusters: DevClusters) -> None:
-    """One line a cluster: name, bootstrap address, state, pid."""
+def print_clusters(clusters: DevClusters | ReplicatedPair) -> None:
+    """One line a node: cluster name, bootstrap address, state, pid."""
     for name, c in clusters.clusters.items():
-        state = f"running (pid {c.state.pid})" if c.is_running() else "stopped"
-        print(f"{name:<7} {c.bootstrap_servers:<22} {state}")
+        nodes = c.nodes if isinstance(c, ReplicatedKafkaCluster) else [c]
+        for i, node in enumerate(nodes, start=1):
+            label = f"{name}-{i}" if len(nodes) > 1 else name
+            state = f"running (pid {node.state.pid})" if node.is_running() else "stopped"
+            print(f"{label:<9} {node.bootstrap_servers:<22} {state}")
