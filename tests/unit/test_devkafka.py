@@ -42,3 +42,40 @@ def test_stop_of_a_never_started_cluster_is_a_no_op(tmp_path: Path) -> None:
 def test_major_version_selects_logging_backend(tmp_path: Path) -> None:
     assert KafkaJars("3.9.2", tmp_path).major == 3
     assert KafkaJars("4.3.1", tmp_path).major == 4
+
+
+def _props(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line)
+
+
+def test_a_replicated_cluster_s_nodes_share_one_quorum_and_replicate_everything_three_times(tmp_path: Path) -> None:
+    from devkafka.cluster import _server_properties
+    from devkafka.replicated import ReplicatedKafkaCluster
+
+    jars = KafkaJars("4.3.1", tmp_path / "libs")
+    cluster = ReplicatedKafkaCluster("target", tmp_path / "target", jars)
+    props = [_props(_server_properties(n.state, tmp_path / "data", {})) for n in cluster.nodes]
+    assert [p["node.id"] for p in props] == ["1", "2", "3"]
+    assert len({p["controller.quorum.voters"] for p in props}) == 1, "one quorum of three voters"
+    assert props[0]["controller.quorum.voters"].count("@127.0.0.1:") == 3
+    assert len({n.state.cluster_id for n in cluster.nodes}) == 1
+    assert len({n.state.port for n in cluster.nodes}) == 3
+    for p in props:
+        assert p["offsets.topic.replication.factor"] == p["transaction.state.log.replication.factor"] == "3"
+        assert p["default.replication.factor"] == "3"
+        assert p["min.insync.replicas"] == p["transaction.state.log.min.isr"] == "2"
+    again = ReplicatedKafkaCluster("target", tmp_path / "target", jars)
+    assert [n.state for n in again.nodes] == [n.state for n in cluster.nodes], "a restart reuses ports and ids"
+    with pytest.raises(ValueError, match="at least three nodes"):
+        ReplicatedKafkaCluster("t", tmp_path / "t2", jars, size=2)
+
+
+def test_a_single_node_cluster_keeps_one_replica_and_no_min_isr_above_it(tmp_path: Path) -> None:
+    from devkafka.cluster import _server_properties
+
+    cluster = LocalKafkaCluster("source", tmp_path / "source", KafkaJars("4.3.1", tmp_path / "libs"))
+    props = _props(_server_properties(cluster.state, tmp_path / "data", {}))
+    assert props["node.id"] == "1"
+    assert props["controller.quorum.voters"] == f"1@127.0.0.1:{cluster.state.controller_port}"
+    assert props["offsets.topic.replication.factor"] == props["transaction.state.log.min.isr"] == "1"
+    assert "default.replication.factor" not in props and "min.insync.replicas" not in props
