@@ -397,15 +397,19 @@ class _PipelinedWire(_Wire):
         return self.sent[-1]
 
 
-def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_back() -> None:
-    wire = _PipelinedWire()
-    fetcher = RawFetcher(
+def _pipelined_fetcher(wire: _PipelinedWire) -> RawFetcher:
+    return RawFetcher(
         wire,  # type: ignore[arg-type]
         MemoryBudget(1 << 24),
         fetch_max_bytes=1 << 20,
         partition_max_bytes=1 << 20,
         max_wait_ms=10,
     )
+
+
+def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_back() -> None:
+    wire = _PipelinedWire()
+    fetcher = _pipelined_fetcher(wire)
     tp = SourcePartition("orders", 3)
     fetcher.assign({tp: 1000})
     fetcher.fill()
@@ -486,13 +490,7 @@ def test_batches_read_in_place_keep_their_whole_frame_charged_until_the_last_one
     from kafka.protocol.frame import KafkaBytes
 
     wire = _PipelinedWire()
-    fetcher = RawFetcher(
-        wire,  # type: ignore[arg-type]
-        MemoryBudget(1 << 24),
-        fetch_max_bytes=1 << 20,
-        partition_max_bytes=1 << 20,
-        max_wait_ms=10,
-    )
+    fetcher = _pipelined_fetcher(wire)
     a, b = SourcePartition("orders", 0), SourcePartition("orders", 1)
     fetcher.assign({a: 0, b: 0})
     fetcher.fill()
