@@ -257,12 +257,11 @@ class TransactionalLoad:
         self.base_ts = int(time.time() * 1000)
         self.committed = 0
         self.error: BaseException | None = None
-        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"load-{topic}", daemon=True)
 
     def _batches(self) -> Iterator[tuple[list[Rec], bool]]:
         seq, txn = 0, 0
-        while self.committed < self.total and not self._stopping.is_set():
+        while self.committed < self.total:
             txn += 1
             commit = txn % self.abort_every != 0
             records = [
@@ -294,10 +293,6 @@ class TransactionalLoad:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
-        """End after the transaction under way (for a load of no fixed size); ``join`` then waits for it."""
-        self._stopping.set()
-
     def join(self, timeout: float) -> None:
         """Wait until every record is written; re-raise the writer's error."""
         self._thread.join(timeout)
@@ -317,8 +312,6 @@ class LiveReader:
     def __init__(self, bootstrap: str, partitions: Sequence[tuple[str, int]]) -> None:
         self.records: dict[tuple[str, int], list[Rec]] = {}
         self.errors: list[str] = []
-        #: Per topic, (monotonic time, records of it seen by then) after every poll that brought some.
-        self.arrivals: dict[str, list[tuple[float, int]]] = {}
         self._stop = threading.Event()
         self._consumer = Consumer(
             {
@@ -334,7 +327,6 @@ class LiveReader:
         self._thread = threading.Thread(target=self._run, name="live-reader", daemon=True)
 
     def _run(self) -> None:
-        arrived: dict[str, int] = {}
         while not self._stop.is_set():
             for msg in self._consumer.consume(1000, 0.2):
                 err = msg.error()
@@ -343,12 +335,6 @@ class LiveReader:
                     continue
                 rec = rec_from_message(msg)
                 self.records.setdefault((msg.topic() or "", rec.partition), []).append(rec)
-                arrived[msg.topic() or ""] = arrived.get(msg.topic() or "", 0) + 1
-            now = time.monotonic()
-            for topic, n in arrived.items():
-                seen = self.arrivals.setdefault(topic, [])
-                seen.append((now, (seen[-1][1] if seen else 0) + n))
-            arrived.clear()
         self._consumer.close()
 
     def count(self) -> int:
