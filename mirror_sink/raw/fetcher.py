@@ -5,8 +5,8 @@ has room in its queue; ``fetch_thread.FetchThread`` drives ``fill`` and ``collec
 their own while the task thread takes the queued items (every method holds the fetcher's lock).
 Each request first reserves what its response can cost in memory
 (``max_bytes`` times the copies the network layer makes of it) and waits when the budget is spent.
-Batches stay in the response's frame, as writable views: a frame is charged to the budget, beyond
-its queued batches, for what nothing forwards from it, until its last view is gone.
+Batches stay in the response's frame, as writable views, and the frame is charged to the budget
+whole until its last view is gone (any one view keeps all of it in memory).
 Responses are checked (CRC), filtered (control batches and aborted transactions dropped) and
 queued per partition as ``Fetched`` items in offset order.
 """
