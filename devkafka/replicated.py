@@ -42,7 +42,7 @@ class ReplicatedKafkaCluster:
         self.name = name
         self.home = home
         self.jars = jars
-        shape = self._load_or_create(size)
+        shape = self._shape = self._load_or_create(size)
         voters = ",".join(f"{i}@127.0.0.1:{n['controller_port']}" for i, n in enumerate(shape["nodes"], start=1))
         self.nodes = [
             LocalKafkaCluster(
@@ -72,13 +72,10 @@ class ReplicatedKafkaCluster:
                     f"cluster {self.name!r} in {self.home} has {len(shape['nodes'])} nodes, not {size}; remove it"
                 )
             return shape
-        shape = {
+        return {
             "cluster_id": new_cluster_id(),
             "nodes": [{"port": free_port(), "controller_port": free_port()} for _ in range(size)],
         }
-        self.home.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(shape, indent=2))
-        return shape
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -99,6 +96,10 @@ class ReplicatedKafkaCluster:
     def start(self, timeout: float = 120.0) -> None:
         """Start every node at once (the quorum needs a majority to elect a leader) and wait until the
         cluster lists all of them as brokers; idempotent."""
+        path = self.home / _STATE_FILE
+        if not path.exists():  # saved once started, as a node's own state is
+            self.home.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self._shape, indent=2))
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             for future in [pool.submit(n.start, timeout) for n in self.nodes]:
                 future.result()
@@ -133,17 +134,6 @@ class ReplicatedKafkaCluster:
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             for future in [pool.submit(n.stop, hard=hard, timeout=timeout) for n in self.nodes]:
                 future.result()
-
-    def bounce(self, node_id: int, *, hard: bool) -> None:
-        """Stop one node (SIGTERM, or SIGKILL) and start it again; returns once it is a live broker again."""
-        node = self.node(node_id)
-        node.stop(hard=hard)
-        node.start()
-        self.wait_brokers([node_id])
-
-    def log_tail(self, lines: int = 20) -> str:
-        """The end of every node's logs, for error messages."""
-        return "\n".join(n.log_tail(lines) for n in self.nodes)
 
 
 class ReplicatedPair:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,8 @@ def test_a_replicated_cluster_s_nodes_share_one_quorum_and_replicate_everything_
         assert p["offsets.topic.replication.factor"] == p["transaction.state.log.replication.factor"] == "3"
         assert p["default.replication.factor"] == "3"
         assert p["min.insync.replicas"] == p["transaction.state.log.min.isr"] == "2"
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "replicated.json").write_text(json.dumps(cluster._shape))  # what start() saves
     again = ReplicatedKafkaCluster("target", tmp_path / "target", jars)
     assert [n.state for n in again.nodes] == [n.state for n in cluster.nodes], "a restart reuses ports and ids"
     with pytest.raises(ValueError, match="at least three nodes"):
