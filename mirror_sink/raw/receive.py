@@ -95,7 +95,7 @@ def _sock_recv(self: Any) -> tuple[Frames | bytes, Exception | None]:
     """Read until the socket would block: frames completed in place, and the error that ended it."""
     proto = getattr(self._protocol, "parser", None)
     if proto is None:  # not yet speaking Kafka (kafka-python creates the parser on connect)
-        return _plain_recv(self)
+        return self._kafka_python_recv()  # type: ignore[no-any-return]
     scratch = getattr(self, "_mirror_scratch", None)
     if scratch is None:
         scratch = self._mirror_scratch = memoryview(bytearray(SCRATCH_BYTES))
@@ -129,24 +129,6 @@ def _sock_recv(self: Any) -> tuple[Frames | bytes, Exception | None]:
             break
         frames.nbytes += got
     return frames, error
-
-
-def _plain_recv(self: Any) -> tuple[bytes, Exception | None]:
-    chunks: list[bytes] = []
-    error: Exception | None = None
-    while True:
-        try:
-            data = self._sock.recv(SCRATCH_BYTES)
-        except _WOULD_BLOCK:
-            break
-        except Exception as exc:
-            error = kerr.KafkaConnectionError(exc)
-            break
-        if not data:
-            error = kerr.KafkaConnectionError("socket disconnected")
-            break
-        chunks.append(data)
-    return b"".join(chunks), error
 
 
 _sock_recv.in_place = True  # type: ignore[attr-defined]
@@ -228,6 +210,8 @@ def install() -> bool:
         log.warning("kafka-python's receive path has changed: raw mode keeps its copies of every fetched byte")
         return False
     for cls in classes:
+        if cls._sock_recv is not _sock_recv:
+            cls._kafka_python_recv = cls._sock_recv  # its own reads, until the connection has a parser
         cls._sock_recv = _sock_recv
     proto.receive_bytes = _receive
     frame.KafkaBytes.read = _read
