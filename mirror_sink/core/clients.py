@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
@@ -103,3 +103,38 @@ def classify(what: str, err: KafkaError) -> Exception:
     if err.retriable():
         return Retriable(f"{what}: {err.str()}")
     return TaskFailure(f"{what} failed: {err.str()}")
+
+
+#: A request not answered (in time, or at all), or refused only for now: Kafka's retriable errors.
+#: Admin results do not always carry librdkafka's retriable flag, so the codes are named.
+_NOT_YET = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError.BROKER_NOT_AVAILABLE,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.NOT_CONTROLLER,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+    }
+)
+
+
+def transient(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) says a cluster answered late or not yet, not no: a call
+    not answered in time, or a retriable broker error (no leader yet, coordinator loading, ...)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, TimeoutError):
+            return True
+        if isinstance(seen, KafkaException) and seen.args and isinstance(seen.args[0], KafkaError):
+            err: KafkaError = seen.args[0]
+            return bool(err.retriable()) or err.code() in _NOT_YET
+        seen = seen.__cause__
+    return False

@@ -17,6 +17,7 @@ from mirror_sink.core.authorization import AuthorizationFailure
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import MIRROR
+from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
 from mirror_sink.failover.checkpointer import CheckpointEmitter
 from mirror_sink.worker.config_store import TargetState
@@ -25,6 +26,9 @@ from mirror_sink.worker.lag_monitor import LagMonitor
 log = logging.getLogger(__name__)
 
 _TASK_STOP_TIMEOUT_S = 90.0
+#: How long a connector keeps starting again while its clusters answer late (brokers restarting, a
+#: cluster still electing leaders for its internal topics) before it is FAILED.
+_START_DEADLINE_S = 180.0
 
 
 class ConnectorState(StrEnum):
@@ -96,7 +100,7 @@ class ConnectorRuntime:
             self.connector.check_clusters()
             self._refuse_other_runtime()
             if not self.connector.mappings and self.state.state is not ConnectorState.RUNNING:
-                self.connector.start()
+                self._start_connector()
                 self._next_refresh = time.monotonic() + self._refresh_s()
             self._start_tasks()
             self.state = StateInfo(ConnectorState.RUNNING)
@@ -105,6 +109,28 @@ class ConnectorRuntime:
             if target is not TargetState.PAUSED:
                 self._stop_lag()
             self.state = StateInfo(ConnectorState.PAUSED if target is TargetState.PAUSED else ConnectorState.STOPPED)
+
+    def _start_connector(self) -> None:
+        """``connector.start()``, again with backoff while a cluster answers late or not yet: a
+        describe of topic configs timing out on a cluster still warming up is no reason to be FAILED
+        (Connect would have the operator restart it). Any other error fails at once."""
+
+        def attempt() -> None:
+            try:
+                self.connector.start()
+            except Exception as exc:
+                if not clients.transient(exc):
+                    raise
+                self.log.warning("connector start met a cluster not answering yet, trying again: %s", exc)
+                raise TryAgain(str(exc), exc) from exc
+
+        retry_or_give_up(
+            attempt,
+            f"starting connector {self.name}",
+            deadline_s=_START_DEADLINE_S,
+            first_delay_s=1.0,
+            max_delay_s=15.0,
+        )
 
     def _refuse_other_runtime(self) -> None:
         cfg = self.connector.config
@@ -165,7 +191,7 @@ class ConnectorRuntime:
 
         def body() -> None:
             if restart_connector:
-                self.connector.start()
+                self._start_connector()
                 self.state = StateInfo(ConnectorState.RUNNING)
             for task_id in tasks:
                 self._restart_task_now(task_id)

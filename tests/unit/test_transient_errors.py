@@ -1,0 +1,51 @@
+"""Which errors a connector start waits out (a cluster answering late) and which fail it at once."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from mirror_sink.core.clients import transient
+from mirror_sink.core.errors import TaskFailure
+
+
+def _kafka(code: int) -> KafkaException:
+    return KafkaException(KafkaError(code))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TimeoutError(),  # a future not answered in time
+        _kafka(KafkaError._TIMED_OUT),
+        _kafka(KafkaError._TRANSPORT),
+        _kafka(KafkaError.LEADER_NOT_AVAILABLE),
+        _kafka(KafkaError.COORDINATOR_LOAD_IN_PROGRESS),
+    ],
+)
+def test_late_answers_are_transient(error: BaseException) -> None:
+    assert transient(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _kafka(KafkaError.TOPIC_AUTHORIZATION_FAILED),
+        _kafka(KafkaError.POLICY_VIOLATION),
+        _kafka(KafkaError.INVALID_CONFIG),
+        ValueError("bad"),
+        TaskFailure("connector has runtime=spark"),
+    ],
+)
+def test_refusals_are_not(error: BaseException) -> None:
+    assert not transient(error)
+
+
+def test_a_wrapped_timeout_is_transient() -> None:
+    try:
+        try:
+            raise TimeoutError("describe_configs")
+        except TimeoutError as inner:
+            raise RuntimeError("provisioning failed") from inner
+    except RuntimeError as outer:
+        assert transient(outer)
