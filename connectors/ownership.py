@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from connectors.start_offsets import StartOffsetResolver
+from connectors.takeover_fence import TakeoverFence
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
@@ -46,6 +47,13 @@ class Ownership:
         #: The member's group metadata when ownership was last confirmed: it fences the next commit.
         self.metadata: object = None
         self._callback_error: Exception | None = None
+        cfg = run.config
+        #: Aborts what a dead or frozen slot left open on partitions this task is assigned (exactly once only).
+        self.fence = (
+            TakeoverFence(cfg.target_admin(), cfg.target_producer(), cfg.name, run.slot, run.log)
+            if run.transactional_id is not None
+            else None
+        )
 
     # -- membership ---------------------------------------------------------------------------
     def subscribe(self) -> None:
@@ -120,6 +128,8 @@ class Ownership:
             consumer.pause(partitions)  # ownership only: this member never fetches the target
         self.owned = {TargetPartition(tp.topic, tp.partition) for tp in partitions}
         self.log.info("assigned %d target partitions: %s", len(partitions), fmt_partitions(self.owned))
+        if self.fence is not None:
+            self.fence.fence(self.owned)
         self._sync_reading()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

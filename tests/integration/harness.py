@@ -10,13 +10,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
 import httpx
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KafkaPartition
 
 from devkafka.backends import KafkaEndpoint, reap_with_this_process
 from devkafka.cluster import free_port
@@ -257,11 +259,12 @@ class TransactionalLoad:
         self.base_ts = int(time.time() * 1000)
         self.committed = 0
         self.error: BaseException | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"load-{topic}", daemon=True)
 
     def _batches(self) -> Iterator[tuple[list[Rec], bool]]:
         seq, txn = 0, 0
-        while self.committed < self.total:
+        while self.committed < self.total and not self._stopping.is_set():
             txn += 1
             commit = txn % self.abort_every != 0
             records = [
@@ -293,6 +296,10 @@ class TransactionalLoad:
         self._thread.start()
         return self
 
+    def stop(self) -> None:
+        """End after the transaction under way (for a load of no fixed size); ``join`` then waits for it."""
+        self._stopping.set()
+
     def join(self, timeout: float) -> None:
         """Wait until every record is written; re-raise the writer's error."""
         self._thread.join(timeout)
@@ -300,6 +307,24 @@ class TransactionalLoad:
             raise AssertionError(f"load on {self.topic} did not finish in {timeout} s")
         if self.error is not None:
             raise self.error
+
+
+def open_transactions(bootstrap: str, partitions: Sequence[tuple[str, int]]) -> dict[str, set[tuple[str, int]]]:
+    """Transactional id -> those of ``partitions`` on which it holds a transaction open now
+    (DescribeProducers on the leaders, ListTransactions on the coordinators)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="test-open-transactions")
+    try:
+        on: dict[int, set[tuple[str, int]]] = {}
+        for tp, state in admin.describe_producers([KafkaPartition(t, p) for t, p in partitions]).items():
+            for producer in state.active_producers:
+                if producer.current_transaction_start_offset >= 0:
+                    on.setdefault(producer.producer_id, set()).add((tp.topic, tp.partition))
+        if not on:
+            return {}
+        listings = admin.list_transactions(producer_id_filters=sorted(on))
+        return {t.transactional_id: on[t.producer_id] for ts in listings.values() for t in ts if t.producer_id in on}
+    finally:
+        admin.close()
 
 
 class LiveReader:
@@ -312,6 +337,8 @@ class LiveReader:
     def __init__(self, bootstrap: str, partitions: Sequence[tuple[str, int]]) -> None:
         self.records: dict[tuple[str, int], list[Rec]] = {}
         self.errors: list[str] = []
+        #: Per partition, (monotonic time, records of it seen by then) after every poll that brought some.
+        self.arrivals: dict[tuple[str, int], list[tuple[float, int]]] = {}
         self._stop = threading.Event()
         self._consumer = Consumer(
             {
@@ -327,6 +354,7 @@ class LiveReader:
         self._thread = threading.Thread(target=self._run, name="live-reader", daemon=True)
 
     def _run(self) -> None:
+        arrived: dict[tuple[str, int], int] = {}
         while not self._stop.is_set():
             for msg in self._consumer.consume(1000, 0.2):
                 err = msg.error()
@@ -335,7 +363,19 @@ class LiveReader:
                     continue
                 rec = rec_from_message(msg)
                 self.records.setdefault((msg.topic() or "", rec.partition), []).append(rec)
+                where = (msg.topic() or "", rec.partition)
+                arrived[where] = arrived.get(where, 0) + 1
+            now = time.monotonic()
+            for where, n in arrived.items():
+                seen = self.arrivals.setdefault(where, [])
+                seen.append((now, (seen[-1][1] if seen else 0) + n))
+            arrived.clear()
         self._consumer.close()
+
+    def stall(self, partitions: Iterable[tuple[str, int]], since: float) -> float:
+        """Seconds from ``since`` (monotonic) until a record of ``partitions`` next became visible (nan: none yet)."""
+        firsts = [t for where in partitions for t, _ in self.arrivals.get(where, []) if t >= since]
+        return min(firsts) - since if firsts else float("nan")
 
     def count(self) -> int:
         """Records seen so far."""
