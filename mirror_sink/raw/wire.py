@@ -58,6 +58,8 @@ COORDINATOR_GROUP = 0
 COORDINATOR_TRANSACTION = 1
 #: FindCoordinator is asked again at this fixed pace while the coordinator is loading or moving.
 _COORDINATOR_RETRY_S = 0.2
+#: How long a request waits for its broker's connection before the call fails (a broker gone, not slow).
+CONNECT_TIMEOUT_S = 5.0
 
 
 #: Security settings the raw path's client understands (others mean record mode; see ``unsupported``).
@@ -214,8 +216,14 @@ class WireClient:
         self._client.wakeup()
 
     def call(self, node: NodeId, request: Any, what: str, timeout_s: float = 30.0) -> Any:
-        """Send ``request`` and wait for its response; connection failures are recoverable."""
+        """Send ``request`` and wait for its response; connection failures are recoverable.
+
+        A node that cannot be connected to within ``CONNECT_TIMEOUT_S`` fails the call then, not at
+        ``timeout_s``: a coordinator whose broker died moves within Kafka's broker session (9 s), and
+        the caller should be asking where it went, not waiting 30 s on the dead one.
+        """
         try:
+            self._client.await_ready(node, timeout_ms=int(min(CONNECT_TIMEOUT_S, timeout_s) * 1000))
             return self._client.send_and_receive(node, request, timeout_ms=int(timeout_s * 1000))
         except kerr.KafkaError as exc:
             raise RecoverableTaskFailure(
