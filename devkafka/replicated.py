@@ -16,12 +16,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from devkafka.cluster import ClusterStartError, LocalKafkaCluster, Membership, free_port, new_cluster_id
+from devkafka.data import create_topic
 from devkafka.jars import KafkaJars
 
 _STATE_FILE = "replicated.json"
+#: The topic, transactional id and group ``warm_up`` uses.
+_WARM_UP = "devkafka-warm-up"
 
 
 class ReplicatedKafkaCluster:
@@ -104,6 +108,28 @@ class ReplicatedKafkaCluster:
             for future in [pool.submit(n.start, timeout) for n in self.nodes]:
                 future.result()
         self.wait_brokers(range(1, len(self.nodes) + 1), timeout)
+        self.warm_up(timeout)
+
+    def warm_up(self, timeout: float = 120.0) -> None:
+        """Commit one transaction with a group's offsets in it, so the transaction log and the
+        consumer offsets topic exist and their coordinators answer.
+
+        Kafka creates both internal topics on first use, three replicas of ten partitions each; on a
+        busy 2-core machine that takes long enough for a client's first describe or commit to time out.
+        A cluster is ready once that is done, not when its brokers have registered."""
+        if _WARM_UP not in AdminClient(self.client_config).list_topics(timeout=timeout).topics:
+            create_topic(self.bootstrap_servers, _WARM_UP, 1, timeout=timeout)
+        producer = Producer({**self.client_config, "transactional.id": _WARM_UP, "log_level": 3})
+        group = Consumer({**self.client_config, "group.id": _WARM_UP, "log_level": 3})
+        try:
+            producer.init_transactions(timeout)
+            producer.begin_transaction()
+            producer.produce(_WARM_UP, b"warm")
+            offsets = [TopicPartition(_WARM_UP, 0, 1)]
+            producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), timeout)
+            producer.commit_transaction(timeout)
+        finally:
+            group.close()
 
     def wait_brokers(self, node_ids: Iterable[int], timeout: float = 90.0) -> None:
         """Block until the cluster's metadata lists ``node_ids`` as live brokers."""

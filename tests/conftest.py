@@ -11,6 +11,7 @@ import pytest
 
 from devkafka.backends import KafkaEndpoint, open_clusters, reap_with_this_process
 from devkafka.pair import DevClusters
+from devkafka.replicated import ReplicatedPair
 
 # Every test under tests/integration talks to real brokers.
 _INTEGRATION_DIR = Path(__file__).parent / "integration"
@@ -66,6 +67,21 @@ def secured_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluste
     pair = DevClusters(home, secured=True)
     pair.up()
     reap_with_this_process(pattern=f"kafka.logs.dir={home}")
+    try:
+        yield pair
+    finally:
+        pair.down(hard=True)
+
+
+@pytest.fixture(scope="module")
+def replicated_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicatedPair]:
+    """``source`` and ``target`` clusters of three nodes each (replication factor 3, min.insync.replicas
+    2), for the tests that kill brokers under load. Always local: they signal the brokers' own pids.
+    Per module, so their six JVMs are not left running beside the rest of the suite."""
+    home = tmp_path_factory.mktemp("kafka-replicated")
+    pair = ReplicatedPair(home)
+    reap_with_this_process(pattern=f"kafka.logs.dir={home}")
+    pair.up()
     try:
         yield pair
     finally:

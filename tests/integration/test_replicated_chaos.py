@@ -1,0 +1,235 @@
+"""Exactly once on replicated clusters through broker kills, with no shelter.
+
+Production targets are replicated: when a broker dies, partition leadership, the transaction
+coordinator and the group coordinator move to another one. Here both clusters have three nodes
+(replication factor 3, min.insync.replicas 2) and two mirrors run side by side, one in raw mode and
+one in record mode, two tasks each, while transactional loads (one transaction in five aborted)
+write their sources. Meanwhile, with no mirror ever frozen:
+
+- the target broker leading most mirrored partitions is SIGKILLed, and comes back;
+- then the transaction coordinator of the raw mirror's first task;
+- then the group coordinator of the record mirror's shadow group;
+- then every target broker is restarted cleanly, one after the other (a rolling restart);
+- then one source broker is restarted.
+
+The target must keep showing new records while each broker is down (the two mirrors' together). At
+the end a read_committed reader that ran throughout, and another one after, see every committed
+source record exactly once, in order per partition; no target partition's last stable offset is left
+below its high watermark; the shadow groups end at the source's end offsets. The output gives, per
+fault and mode, how long no new record became visible on the target (the visibility stall). Seen
+here on one 2-core machine running six brokers and both mirrors: after the partition leader's
+SIGKILL raw 10 s, record 14 s; after the transaction coordinator's, under 1 s; after the group
+coordinator's about 35 s in both modes (the members keep heartbeating the dead coordinator until
+their 20 s session ends, then rejoin); rolling restarts and the source bounce 0-6 s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from devkafka.data import create_topic, end_offsets, read_all
+from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
+from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, WireClient
+from tests.integration.conftest import MirrorFactory
+from tests.integration.harness import (
+    LiveReader,
+    MirrorProcess,
+    TransactionalLoad,
+    Unique,
+    assert_exact_mirror,
+    contents,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(900)
+
+MODES = ("raw", "record")
+#: (topic suffix, partitions, codec) of each mirror's sources.
+SOURCES = (("lz4", 4, "lz4"), ("zstd", 2, "zstd"))
+#: New records the target must show while a broker is down, and after it is back.
+PROGRESS = 300
+#: How long a mirror may show nothing new before the test calls it stuck.
+STUCK_S = 150
+
+
+@dataclass
+class _Mirror:
+    mode: str
+    name: str
+    topics: dict[str, int]  # source topic -> partitions
+    process: MirrorProcess
+
+    @property
+    def group(self) -> str:
+        return f"connect-{self.name}"
+
+    @property
+    def partitions(self) -> list[tuple[str, int]]:
+        """The mirror's target partitions."""
+        return [(f"source.{t}", p) for t, parts in self.topics.items() for p in range(parts)]
+
+    @property
+    def first_transactional_id(self) -> str:
+        return f"{self.name}-{self.process.worker_id}-0"
+
+
+def _leaders(cluster: ReplicatedKafkaCluster, topics: list[str]) -> Counter[int]:
+    admin = AdminClient(cluster.client_config)
+    metadata = admin.list_topics(timeout=10).topics
+    return Counter(p.leader for t in topics for p in metadata[t].partitions.values())
+
+
+def _transaction_coordinator(cluster: ReplicatedKafkaCluster, transactional_id: str) -> int:
+    wire = WireClient(cluster.client_config, "target", "chaos-test", 1 << 20)
+    try:
+        return wire.coordinator(transactional_id, COORDINATOR_TRANSACTION)
+    finally:
+        wire.close()
+
+
+def _group_coordinator(cluster: ReplicatedKafkaCluster, group: str) -> int:
+    admin = AdminClient(cluster.client_config)
+    return int(admin.describe_consumer_groups([group])[group].result(10).coordinator.id)
+
+
+def _lso_below_hw(cluster: ReplicatedKafkaCluster, topics: list[str]) -> list[str]:
+    stuck = []
+    for topic in topics:
+        stable = end_offsets(cluster.bootstrap_servers, topic)
+        high = end_offsets(cluster.bootstrap_servers, topic, isolation="read_uncommitted")
+        stuck += [f"{topic}-{p}: LSO {stable[p]} < HW {high[p]}" for p in high if stable[p] < high[p]]
+    return stuck
+
+
+def test_every_record_exactly_once_while_target_and_source_brokers_die_and_restart(
+    replicated_pair: ReplicatedPair, unique: Unique, mirror: MirrorFactory
+) -> None:
+    source, target = replicated_pair.source, replicated_pair.target
+    admin = AdminClient(target.client_config)
+    mirrors: list[_Mirror] = []
+    loads: list[TransactionalLoad] = []
+    for mode in MODES:
+        name, prefix = unique(f"replicated-{mode}"), unique(f"replicated-{mode}")
+        topics = {f"{prefix}-{suffix}": parts for suffix, parts, _ in SOURCES}
+        for topic, parts in topics.items():
+            create_topic(source.bootstrap_servers, topic, parts)
+        loads += [
+            TransactionalLoad(
+                source.bootstrap_servers, topic, parts, 10**9, compression=codec, pause_s=0.1, txn_id=unique(topic)
+            )
+            for (topic, parts), (_, _, codec) in zip(topics.items(), SOURCES, strict=True)
+        ]
+        config = mirror_config(
+            name,
+            source,
+            target,
+            rf"{prefix}-.*",
+            **{
+                "tasks.max": "2",
+                "mirror.mode": mode,
+                # The shadow group's coordinator moves only after Kafka's own 9 s broker session:
+                # a session longer than that keeps the tasks in the group across the move.
+                "target.cluster.consumer.session.timeout.ms": "20000",
+                # Kafka's default. A task gives up after aborting for twice this long; the tests'
+                # usual 20 s made that 40 s, which Kafka's own recovery from a killed leader
+                # exceeded once in CI (47 s, see the module docstring).
+                "transaction.timeout.ms": "60000",
+            },
+        )
+        started = _Mirror(mode, name, topics, mirror(config).start())
+        mirrors.append(started)
+        # One mirror at a time: two connectors provisioning at once on a 2-core machine beside six
+        # brokers is a start-up race this test is not about.
+        wanted = {f"source.{t}" for t in topics}
+        wait_until(
+            lambda wanted=wanted: wanted <= set(admin.list_topics(timeout=10).topics),  # type: ignore[misc]
+            90,
+            f"the {mode} mirror's target topics",
+            detail=lambda started=started: started.process.log_tail(40),  # type: ignore[misc]
+        )
+    target_partitions = [tp for m in mirrors for tp in m.partitions]
+    target_topics = sorted({t for t, _ in target_partitions})
+    live = LiveReader(target.bootstrap_servers, target_partitions).start()
+    for load in loads:
+        load.start()
+    stalls: list[str] = []
+
+    def moving(what: str) -> None:
+        """Wait until PROGRESS more records are visible on the target, with every mirror alive."""
+        goal = live.count() + PROGRESS
+        wait_until(
+            lambda: live.count() >= goal or any(not m.process.alive() for m in mirrors),
+            STUCK_S,
+            f"{PROGRESS} more records on the target {what}",
+            detail=lambda: "\n".join(m.process.log_tail(30) for m in mirrors),
+        )
+        for m in mirrors:
+            assert m.process.alive(), f"the {m.mode} mirror died {what}:\n{m.process.log_tail()}"
+
+    def fault(cluster: ReplicatedKafkaCluster, node_id: int, role: str, *, hard: bool) -> None:
+        """Stop ``node_id`` (SIGKILL or SIGTERM), see the mirrors move without it, bring it back."""
+        stopped_at = time.monotonic()
+        cluster.node(node_id).stop(hard=hard)
+        moving(f"while {cluster.name} broker {node_id} ({role}) is down")
+        cluster.node(node_id).start()
+        cluster.wait_brokers([node_id])
+        moving(f"after {cluster.name} broker {node_id} came back")
+        per_mode = ", ".join(f"{m.mode} {live.stall(m.partitions, stopped_at):.1f} s" for m in mirrors)
+        stalls.append(f"{'SIGKILL' if hard else 'SIGTERM'} {cluster.name} broker {node_id} ({role}): {per_mode}")
+
+    try:
+        moving("at the start")
+        all_targets = [t for m in mirrors for t in m.topics]
+        leader, _ = _leaders(target, [f"source.{t}" for t in all_targets]).most_common(1)[0]
+        fault(target, leader, "leader of most mirrored partitions", hard=True)
+        raw = mirrors[0]
+        fault(
+            target,
+            _transaction_coordinator(target, raw.first_transactional_id),
+            f"transaction coordinator of {raw.first_transactional_id}",
+            hard=True,
+        )
+        record = mirrors[1]
+        fault(target, _group_coordinator(target, record.group), f"coordinator of {record.group}", hard=True)
+        for node in target.nodes:  # a rolling restart
+            fault(target, int(node.state.node_id), "rolling restart", hard=False)
+        source_leader, _ = _leaders(source, all_targets).most_common(1)[0]
+        fault(source, source_leader, "leader of most source partitions", hard=False)
+        for load in loads:
+            load.stop()
+        for load in loads:
+            load.join(120)
+        for m in mirrors:
+            for topic in m.topics:
+                wait_until(
+                    lambda m=m, t=topic: shadow_caught_up(source, t, target, f"source.{t}", m.group),  # type: ignore[misc]
+                    STUCK_S,
+                    f"{topic} mirrored to its end ({m.mode} mode)",
+                    detail=lambda m=m: m.process.log_tail(40),  # type: ignore[misc]
+                )
+        total = sum(load.committed for load in loads)
+        live.wait_for(total, 60)
+        time.sleep(1)  # anything extra (a duplicate) would arrive now
+    finally:
+        for load in loads:
+            load.stop()  # a failure above leaves no writer, reader or mirror behind for the next test
+        live.stop()
+        codes = {m.mode: m.process.stop() for m in mirrors}
+    print("visibility stall per fault (first new record of each mirror after the stop):\n  " + "\n  ".join(stalls))
+    assert codes == dict.fromkeys(MODES, 0), {m.mode: m.process.log_tail() for m in mirrors}
+    for m in mirrors:
+        for topic, parts in m.topics.items():
+            expected = read_all(source.bootstrap_servers, topic)
+            for p in range(parts):
+                seen = live.records.get((f"source.{topic}", p), [])
+                assert contents(seen) == contents(expected[p]), f"{m.mode}: live reader saw {topic}-{p} differ"
+            assert_exact_mirror(source, topic, target, f"source.{topic}", m.group)
+    assert not _lso_below_hw(target, target_topics), "transactions left open on the target"
+    assert len(stalls) == 3 + len(target.nodes) + 1
