@@ -43,6 +43,11 @@ _FATAL_DELIVERY = FATAL_WRITE | {
 _HANG_GRACE_S = 15.0
 
 
+def _unacknowledged(remaining: int, timeout_s: float, errors: object) -> str:
+    said = f"; delivery errors: {errors}" if errors else ""
+    return f"{remaining} records not acknowledged by the target cluster within {timeout_s:.0f} s{said}"
+
+
 class DeliveryTracker:
     """Keeps the first delivery error of each partition and, when offsets are tracked, the target
     offset of every acknowledged record.
@@ -234,7 +239,7 @@ class TransactionalCommitter(_CommitterBase):
         self.deliveries.raise_if_fatal()
         errors = self.deliveries.take()
         if remaining or errors:
-            raise AbortCycle(f"{remaining} records unacknowledged, delivery errors: {errors}")
+            raise AbortCycle(_unacknowledged(remaining, self.timeout_s, errors))
         try:
             syncs = offset_syncs(spans, self.deliveries.take_runs())
         except ValueError as exc:
@@ -293,7 +298,7 @@ class AtLeastOnceCommitter(_CommitterBase):
         self.deliveries.raise_if_fatal()
         errors = self.deliveries.take()
         if remaining or errors:
-            raise AbortCycle(f"{remaining} records unacknowledged, delivery errors: {errors}")
+            raise AbortCycle(_unacknowledged(remaining, self.timeout_s, errors))
         try:
             member.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
