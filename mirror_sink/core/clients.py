@@ -110,8 +110,6 @@ def classify(what: str, err: KafkaError) -> Exception:
 _NOT_YET = frozenset(
     {
         KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError.NETWORK_EXCEPTION,
         KafkaError.BROKER_NOT_AVAILABLE,
@@ -127,10 +125,15 @@ _NOT_YET = frozenset(
 
 
 def transient(exc: BaseException) -> bool:
-    """True when ``exc`` (or what caused it) says a cluster answered late or not yet, not no: a call
-    not answered in time, or a retriable broker error (no leader yet, coordinator loading, ...)."""
+    """True when ``exc`` (or what caused it) says a reachable cluster answered late or not yet, not
+    no: a call not answered in time, or a retriable broker error (no leader yet, coordinator loading).
+
+    A cluster that cannot be reached at all is not transient here: the preflight check has already
+    said so as a ``TaskFailure`` naming its address, and that decision stands."""
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, TaskFailure):
+            return False
         if isinstance(seen, TimeoutError):
             return True
         if isinstance(seen, KafkaException) and seen.args and isinstance(seen.args[0], KafkaError):

@@ -18,7 +18,6 @@ def _kafka(code: int) -> KafkaException:
     [
         TimeoutError(),  # a future not answered in time
         _kafka(KafkaError._TIMED_OUT),
-        _kafka(KafkaError._TRANSPORT),
         _kafka(KafkaError.LEADER_NOT_AVAILABLE),
         _kafka(KafkaError.COORDINATOR_LOAD_IN_PROGRESS),
     ],
@@ -33,6 +32,7 @@ def test_late_answers_are_transient(error: BaseException) -> None:
         _kafka(KafkaError.TOPIC_AUTHORIZATION_FAILED),
         _kafka(KafkaError.POLICY_VIOLATION),
         _kafka(KafkaError.INVALID_CONFIG),
+        _kafka(KafkaError._TRANSPORT),  # nothing answers at all: fail at once, naming the address
         ValueError("bad"),
         TaskFailure("connector has runtime=spark"),
     ],
@@ -49,3 +49,13 @@ def test_a_wrapped_timeout_is_transient() -> None:
             raise RuntimeError("provisioning failed") from inner
     except RuntimeError as outer:
         assert transient(outer)
+
+
+def test_a_classified_failure_stands_whatever_caused_it() -> None:
+    try:
+        try:
+            raise TimeoutError("metadata")
+        except TimeoutError as inner:
+            raise TaskFailure("source cluster at 127.0.0.1:1 did not answer a metadata request") from inner
+    except TaskFailure as outer:
+        assert not transient(outer)
