@@ -146,8 +146,11 @@ def _call(
     """Run a producer call, retrying retriable errors until ``deadline_s`` from now.
 
     Each attempt is bounded (librdkafka can block past the timeout it was given); a fatal producer
-    error is recoverable with a new producer, which init_transactions fences the old one with.
+    error is recoverable with a new producer, which init_transactions fences the old one with. Every
+    error names the target cluster: the producer writes nowhere else, and an operator reading
+    "commit_transaction timed out" should not have to know that.
     """
+    what = f"{what} on the target cluster"
 
     def attempt() -> T:
         try:
