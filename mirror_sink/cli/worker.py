@@ -15,6 +15,7 @@ from mirror_sink.core.paths import data_dir
 from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
 from mirror_sink.worker.herder import Herder, HerderError
 from mirror_sink.worker.mm2_config import load_mm2_file
+from mirror_sink.worker.status_store import KafkaStatusBackingStore
 from mirror_sink.worker.worker_config import WorkerConfig
 
 if TYPE_CHECKING:
@@ -53,6 +54,16 @@ def _store(config: WorkerConfig) -> ConfigBackingStore:
     return FileConfigBackingStore(config.data_dir / "connectors.json")
 
 
+def _status(config: WorkerConfig) -> KafkaStatusBackingStore | None:
+    """The worker group's shared status: workers that share a Kafka config topic spread their tasks."""
+    if config.config_storage != "kafka":
+        return None
+    assert config.bootstrap_servers is not None
+    return KafkaStatusBackingStore(
+        config.bootstrap_servers, config.status_storage_topic, config.kafka_client_config(), config.id
+    )
+
+
 def _rest(config: WorkerConfig) -> RestServer:
     """The REST listeners, bound and with their TLS and users loaded: done before the herder starts,
     so that a bad keystore or credentials file stops the worker before any connector runs."""
@@ -89,7 +100,7 @@ def run_worker(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         log.error("invalid worker config: %s", exc)
         return 2
-    herder = Herder(config.id, _store(config))
+    herder = Herder(config.id, _store(config), _status(config))
     herder.start()
     return rest.serve(herder)
 
@@ -105,7 +116,7 @@ def run_mm2(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         log.error("invalid MirrorMaker 2 config: %s", exc)
         return 2
-    herder = Herder(config.id, _store(config))
+    herder = Herder(config.id, _store(config), _status(config))
     herder.start()
     try:
         for flow in flows:

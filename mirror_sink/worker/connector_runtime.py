@@ -57,9 +57,18 @@ class ConnectorRuntime:
     ``status`` is always answerable.
     """
 
-    def __init__(self, name: str, props: Mapping[str, str], worker_id: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        props: Mapping[str, str],
+        worker_id: str,
+        task_ids: Callable[[int], list[int]] | None = None,
+    ) -> None:
         self.name = name
         self.worker_id = worker_id
+        #: Which of the connector's task ids this worker runs, given ``tasks.max`` (a worker group
+        #: spreads them; alone, a worker runs them all).
+        self.task_ids: Callable[[int], list[int]] = task_ids or (lambda tasks_max: list(range(tasks_max)))
         self.connector = MirrorSinkConnector(props)  # validates: ConfigError on bad config
         self.log = context_logger(__name__, name, connector=name)
         self.tasks: list[MirrorSinkTask] = []
@@ -144,10 +153,12 @@ class ConnectorRuntime:
     def _start_tasks(self) -> None:
         cfg = self.connector.config
         with self._lock:
-            if self._closed or (self.tasks and all(t.is_alive() for t in self.tasks)):
+            ids = self.task_ids(cfg.tasks_max)
+            running = [t.task_id for t in self.tasks]
+            if self._closed or (self.tasks and running == ids and all(t.is_alive() for t in self.tasks)):
                 return
             self._stop_tasks()
-            self.tasks = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in range(cfg.tasks_max)]
+            self.tasks = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in ids]
             for task in self.tasks:
                 task.start()
             if cfg.emit_checkpoints and cfg.offset_syncs_partition is not None and self.checkpoints is None:
@@ -223,10 +234,12 @@ class ConnectorRuntime:
 
     # -- periodic work -------------------------------------------------------------------------
     def tick(self) -> None:
-        """Refresh topics when due (new topics, new partitions) and tell the tasks; sync topic ACLs when due."""
+        """Refresh topics when due (new topics, new partitions) and tell the tasks; sync topic ACLs when
+        due; move tasks when the worker group changed."""
         cfg = self.connector.config
         if self.state.state is not ConnectorState.RUNNING:
             return
+        self._follow_assignment()
         # On its own interval, whether or not topics are refreshed, and on its own thread: its admin
         # calls can take seconds on a slow cluster, which the herder's loop (and /health) must not wait.
         if self.connector.topic_acls_due() and not (self._acl_sync and self._acl_sync.is_alive()):
@@ -249,6 +262,36 @@ class ConnectorRuntime:
         except Exception as exc:
             self.log.warning("topic refresh failed (will retry): %s", exc)
 
+    def _follow_assignment(self) -> None:
+        """Stop the tasks this worker no longer owns and start the ones it now does (a worker joined or left)."""
+        ids = self.task_ids(self.connector.config.tasks_max)
+        with self._lock:
+            running = sorted(t.task_id for t in self.tasks)
+            busy = self._transition is not None and self._transition.is_alive()
+        if running == ids or busy or self.target is not TargetState.RUNNING:
+            return
+        self.log.info("worker group changed: this worker runs tasks %s (was %s)", ids, running)
+        self._run_transition(self._move_tasks)
+
+    def _move_tasks(self) -> None:
+        cfg = self.connector.config
+        ids = self.task_ids(cfg.tasks_max)
+        with self._lock:
+            leaving = [t for t in self.tasks if t.task_id not in ids]
+            self.tasks = [t for t in self.tasks if t.task_id in ids]
+        for task in leaving:
+            task.stop(0)  # each ends its cycle (commit or abort) and leaves the shadow group ...
+        for task in leaving:
+            task.stop(_TASK_STOP_TIMEOUT_S)  # ... then wait for each
+        with self._lock:
+            if self._closed or self.target is not TargetState.RUNNING:
+                return
+            have = {t.task_id for t in self.tasks}
+            joining = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in ids if i not in have]
+            self.tasks = sorted([*self.tasks, *joining], key=lambda t: t.task_id)
+            for task in joining:
+                task.start()
+
     def failed(self) -> bool:
         """True when the connector or one of its tasks is FAILED."""
         return self.state.state is ConnectorState.FAILED or any(t.state is TaskState.FAILED for t in self.tasks)
@@ -264,6 +307,11 @@ class ConnectorRuntime:
         self._stop_lag()
 
     # -- status --------------------------------------------------------------------------------
+    def local_task_ids(self) -> set[int]:
+        """The task ids running in this worker."""
+        with self._lock:
+            return {t.task_id for t in self.tasks}
+
     def task_states(self) -> list[StateInfo]:
         """Per task id, what Connect's status would show."""
         cfg = self.connector.config

@@ -20,9 +20,11 @@ from typing import Any
 
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
 from mirror_sink.worker.connector_offsets import ConnectorOffsetsAdmin
+from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.connector_validation import checked_config
 from mirror_sink.worker.herder_queries import HerderQueries
 from mirror_sink.worker.herder_types import Conflict, HerderError, TaskNotFound
+from mirror_sink.worker.status_store import KafkaStatusBackingStore, assigned_tasks
 from mirror_sink.worker.worker import Worker
 from mirror_sink.worker.worker_metrics import WORKER_METRICS
 
@@ -34,10 +36,14 @@ log = logging.getLogger(__name__)
 class Herder:
     """Owns this worker's connectors: applies the config store to them and changes both on request."""
 
-    def __init__(self, worker_id: str, store: ConfigBackingStore) -> None:
+    def __init__(
+        self, worker_id: str, store: ConfigBackingStore, status: KafkaStatusBackingStore | None = None
+    ) -> None:
         self.store = store
-        self.worker = Worker(worker_id)
-        self.queries = HerderQueries(self.worker)
+        #: Shared with the other workers of the group (None: this worker is alone and runs every task).
+        self.status = status
+        self.worker = Worker(worker_id, self._group_task_ids if status is not None else None)
+        self.queries = HerderQueries(self.worker, status)
         self.offsets = ConnectorOffsetsAdmin(self.worker)
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick_loop, name="herder", daemon=True)
@@ -46,7 +52,10 @@ class Herder:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
-        """Load the stored connectors, start each in its target state, begin periodic work."""
+        """Join the worker group (if any), load the stored connectors, start each in its target state,
+        begin periodic work."""
+        if self.status is not None:
+            self.status.start()
         for name, stored in self.store.load().items():
             self.worker.apply(name, stored)
         self.last_tick = time.monotonic()
@@ -60,6 +69,8 @@ class Herder:
         WORKER_METRICS.remove(self.worker.all_runtimes)
         for runtime in self.worker.all_runtimes():
             runtime.shutdown()
+        if self.status is not None:
+            self.status.close()
         self.store.close()
 
     def _tick_loop(self) -> None:
@@ -71,7 +82,23 @@ class Herder:
                 log.warning("reading config store changes failed (will retry): %s", exc)
             for runtime in self.worker.all_runtimes():
                 runtime.tick()
+                self._report(runtime)
             self.last_tick = time.monotonic()
+
+    def _group_task_ids(self, tasks_max: int) -> list[int]:
+        """This worker's share of a connector's task ids in the worker group."""
+        assert self.status is not None
+        return assigned_tasks(tasks_max, self.status.live_workers(), self.worker.worker_id)
+
+    def _report(self, runtime: ConnectorRuntime) -> None:
+        """Tell the group the state of each task this worker runs."""
+        if self.status is None:
+            return
+        local = runtime.local_task_ids()
+        self.status.forget(runtime.name, {i for i in range(runtime.connector.config.tasks_max) if i not in local})
+        states = runtime.task_states()
+        for i in local:
+            self.status.report(runtime.name, i, states[i].state.value, states[i].trace)
 
     def health(self, stuck_after_s: float = 10.0) -> tuple[str, str]:
         """KIP-1017: ("healthy" | "starting" | "unhealthy", a message)."""
@@ -88,6 +115,8 @@ class Herder:
             if stored is None:
                 self.worker.remove_runtime(name)
                 self.worker.stored.pop(name, None)
+                if self.status is not None:
+                    self.status.forget(name)
             else:
                 self.worker.apply(name, stored)
 
@@ -129,6 +158,8 @@ class Herder:
             self.store.delete(name)
             self.worker.stored.pop(name, None)
             self.worker.remove_runtime(name)
+            if self.status is not None:
+                self.status.forget(name)
 
     # -- target states and restarts ------------------------------------------------------------
     def set_target_state(self, name: str, target: TargetState) -> None:

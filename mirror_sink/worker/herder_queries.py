@@ -18,6 +18,7 @@ from mirror_sink.worker.herder_types import (
     TaskNotFound,
     TaskStatus,
 )
+from mirror_sink.worker.status_store import KafkaStatusBackingStore, assigned_worker
 from mirror_sink.worker.worker import Worker
 
 __all__ = ["HerderQueries"]
@@ -26,8 +27,10 @@ __all__ = ["HerderQueries"]
 class HerderQueries:
     """What GET requests about connectors answer, in Kafka Connect's terms."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Worker, status: KafkaStatusBackingStore | None = None) -> None:
         self.worker = worker
+        #: The worker group's shared status (None: a worker alone, whose tasks are all here).
+        self.group_status = status
 
     def names(self) -> list[str]:
         """Connector names, sorted."""
@@ -70,11 +73,24 @@ class HerderQueries:
             tasks: list[StateInfo] = []
         else:
             connector, tasks = runtime.state, runtime.task_states()
+        local = runtime.local_task_ids() if runtime is not None else set()
         return ConnectorStatus(
             name=name,
             connector=self._assigned(connector),
-            tasks=tuple(TaskStatus(i, self._assigned(t)) for i, t in enumerate(tasks)),
+            tasks=tuple(TaskStatus(i, self._task(name, i, t, connector, local)) for i, t in enumerate(tasks)),
         )
+
+    def _task(self, name: str, task_id: int, here: StateInfo, connector: StateInfo, local: set[int]) -> AssignedState:
+        """A task as this worker sees it, or, in a worker group, as the worker running it reported it."""
+        group = self.group_status
+        if group is None or task_id in local or connector.state is not ConnectorState.RUNNING:
+            return self._assigned(here)
+        reported = group.task_state(name, task_id)
+        if reported is None:  # its worker has not said yet (or is gone): where it is due to run
+            owner = assigned_worker(task_id, group.live_workers()) or self.worker.worker_id
+            return AssignedState(ConnectorState.UNASSIGNED, owner, None)
+        state, trace, worker_id = reported
+        return AssignedState(ConnectorState(state), worker_id, trace)
 
     def task_status(self, name: str, task_id: int) -> TaskStatus:
         """One task's state."""

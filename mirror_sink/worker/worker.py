@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from mirror_sink.core.config_providers import resolve
 from mirror_sink.core.errors import ConfigError
@@ -26,8 +27,10 @@ class Worker:
     Changes happen under ``lock``, which the Herder also holds across a store write and its apply.
     """
 
-    def __init__(self, worker_id: str) -> None:
+    def __init__(self, worker_id: str, task_ids: Callable[[int], list[int]] | None = None) -> None:
         self.worker_id = worker_id
+        #: Which task ids of a connector with ``tasks.max`` this worker runs (None: all of them).
+        self.task_ids = task_ids
         self.stored: dict[str, StoredConnector] = {}
         self.runtimes: dict[str, ConnectorRuntime] = {}
         self.lock = threading.RLock()
@@ -61,7 +64,7 @@ class Worker:
             if runtime is None or previous is None or previous.config != stored.config:
                 self.remove_runtime(name)
                 try:
-                    runtime = ConnectorRuntime(name, resolve(stored.config), self.worker_id)
+                    runtime = ConnectorRuntime(name, resolve(stored.config), self.worker_id, self.task_ids)
                 except ConfigError as exc:
                     log.error("connector %s has an invalid stored config: %s", name, exc)
                     return

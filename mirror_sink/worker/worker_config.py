@@ -128,6 +128,8 @@ class WorkerConfig(BaseModel):
     data_dir: Path = Field(default_factory=lambda: data_dir() / "worker", alias="data.dir")
     config_storage: str = Field("file", alias="config.storage", pattern="^(file|kafka)$")
     config_storage_topic: str = Field("mirror-sink-configs", alias="config.storage.topic")
+    #: With config.storage=kafka: the workers' heartbeats and every task's state (Connect's status topic).
+    status_storage_topic: str = Field("mirror-sink-status", alias="status.storage.topic")
     bootstrap_servers: str | None = Field(None, alias="bootstrap.servers")
     # REST authentication: our analogue of Connect's BasicAuthSecurityRestExtension (argon2 hashes).
     rest_basic_auth_credentials_file: Path | None = Field(None, alias="rest.basic.auth.credentials.file")

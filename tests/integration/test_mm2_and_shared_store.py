@@ -84,6 +84,7 @@ def test_workers_sharing_a_config_topic_share_the_work(
     settings = {
         "config.storage": "kafka",
         "config.storage.topic": config_topic,
+        "status.storage.topic": f"{config_topic}-status",
         "bootstrap.servers": target.bootstrap_servers,
     }
     properties.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
@@ -96,15 +97,21 @@ def test_workers_sharing_a_config_topic_share_the_work(
             "source.cluster.bootstrap.servers": source.bootstrap_servers,
             "target.cluster.bootstrap.servers": target.bootstrap_servers,
             "topics": topic,
+            # One task per worker: a worker group spreads a connector's task ids over its workers.
+            "tasks.max": "2",
             **FAST_SETTINGS,
         }
         assert one.post("/connectors", json={"name": name, "config": config}).status_code == 201
-        # The other worker learns of it from the config topic and runs its own task.
+        # The other worker learns of it from the config topic and runs one of the two tasks; either
+        # worker's status shows both, each with the worker running it.
         wait_until(lambda: two.get("/connectors").json() == [name], 30, "the second worker to see the connector")
         wait_until(
-            lambda: two.get(f"/connectors/{name}/status").json()["tasks"][0]["state"] == "RUNNING",
+            lambda: (
+                [(t["state"], t["worker_id"]) for t in two.get(f"/connectors/{name}/status").json()["tasks"]]
+                == [("RUNNING", "a"), ("RUNNING", "b")]
+            ),
             60,
-            "the second worker's task",
+            "one task on each worker",
         )
         produce(source.bootstrap_servers, topic, tricky_records(4, 400))
         group = f"connect-{name}"
