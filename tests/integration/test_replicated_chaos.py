@@ -16,11 +16,13 @@ The target must keep showing new records while each broker is down (the two mirr
 the end a read_committed reader that ran throughout, and another one after, see every committed
 source record exactly once, in order per partition; no target partition's last stable offset is left
 below its high watermark; the shadow groups end at the source's end offsets. The output gives, per
-fault and mode, how long no new record became visible on the target (the visibility stall). Seen
-here on one 2-core machine running six brokers and both mirrors: after the partition leader's
-SIGKILL raw 10 s, record 14 s; after the transaction coordinator's, under 1 s; after the group
-coordinator's about 35 s in both modes (the members keep heartbeating the dead coordinator until
-their 20 s session ends, then rejoin); rolling restarts and the source bounce 0-6 s.
+fault and mode, how long no new record became visible on the target (the visibility stall). On
+one 2-core machine running six brokers, both mirrors and the loads, these vary widely from run to
+run (all clients there time out requests at the same moments: the machine, not one broker, is
+saturated): after the partition leader's SIGKILL 0-14 s; after the transaction coordinator's 0-107 s
+(EndTxn answered CONCURRENT_TRANSACTIONS for 60 s while the new coordinator finished the old
+transaction's markers); after the group coordinator's 35-117 s (the members heartbeat the dead
+coordinator until their session ends, then rejoin); rolling restarts and the source bounce 0-10 s.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ MODES = ("raw", "record")
 #: (topic suffix, partitions, codec) of each mirror's sources.
 SOURCES = (("lz4", 4, "lz4"), ("zstd", 2, "zstd"))
 #: New records the target must show while a broker is down, and after it is back.
-PROGRESS = 300
+PROGRESS = 200
 #: How long a mirror may show nothing new before the test calls it stuck.
 STUCK_S = 150
 
@@ -122,7 +124,7 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
             create_topic(source.bootstrap_servers, topic, parts)
         loads += [
             TransactionalLoad(
-                source.bootstrap_servers, topic, parts, 10**9, compression=codec, pause_s=0.1, txn_id=unique(topic)
+                source.bootstrap_servers, topic, parts, 10**9, compression=codec, pause_s=0.25, txn_id=unique(topic)
             )
             for (topic, parts), (_, _, codec) in zip(topics.items(), SOURCES, strict=True)
         ]
@@ -134,9 +136,11 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
             **{
                 "tasks.max": "2",
                 "mirror.mode": mode,
-                # The shadow group's coordinator moves only after Kafka's own 9 s broker session:
-                # a session longer than that keeps the tasks in the group across the move.
-                "target.cluster.consumer.session.timeout.ms": "20000",
+                # Connect's default. A longer session does not keep the tasks in the group across a
+                # coordinator move (with 20 s, librdkafka heartbeated the dead coordinator until the
+                # session ended and both mirrors rejoined: 35 s stalls); it only delays the takeover
+                # of a task that really died.
+                "target.cluster.consumer.session.timeout.ms": "10000",
                 # Kafka's default. A task gives up after aborting for twice this long; the tests'
                 # usual 20 s made that 40 s, which Kafka's own recovery from a killed leader
                 # exceeded once in CI (47 s, see the module docstring).
