@@ -126,13 +126,28 @@ class FileConfigBackingStore:
         """Nothing to release."""
 
 
+def ensure_compacted_topic(client_config: dict[str, Any], topic: str, role: str) -> None:
+    """Create ``topic`` (one partition, compacted, the cluster's replication factor) unless it exists:
+    the shape of the worker group's config and status topics."""
+    admin = AdminClient(dict(client_config))
+    if topic in admin.list_topics(timeout=30).topics:
+        return
+    spec = NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})
+    try:
+        admin.create_topics([spec])[topic].result(30)
+        log.info("created %s topic %s", role, topic)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
 class KafkaConfigBackingStore:
     """Connectors in a compacted topic on a Kafka cluster, shared by every worker that uses it."""
 
     def __init__(self, bootstrap: str, topic: str, client_config: dict[str, str] | None = None) -> None:
         self.topic = topic
         base: dict[str, Any] = {"bootstrap.servers": bootstrap, **(client_config or {})}
-        self._ensure_topic(base)
+        ensure_compacted_topic(base, topic, "config")
         self._producer = Producer({**base, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
         self._consumer = Consumer(
             {
@@ -146,18 +161,6 @@ class KafkaConfigBackingStore:
         self._state: dict[str, StoredConnector] = {}
         self._next_offset = 0
         self._own_writes: dict[str, StoredConnector | None] = {}
-
-    def _ensure_topic(self, base: dict[str, Any]) -> None:
-        admin = AdminClient(dict(base))
-        if self.topic in admin.list_topics(timeout=30).topics:
-            return
-        spec = NewTopic(self.topic, 1, -1, config={"cleanup.policy": "compact"})
-        try:
-            admin.create_topics([spec])[self.topic].result(30)
-            log.info("created config topic %s", self.topic)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
 
     def _read_to_end(self) -> dict[str, StoredConnector | None]:
         """Apply every record up to the current end; what changed."""

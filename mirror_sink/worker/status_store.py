@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from mirror_sink.worker.config_store import ensure_compacted_topic
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class KafkaStatusBackingStore:
         self.topic = topic
         self.worker_id = worker_id
         base: dict[str, Any] = {"bootstrap.servers": bootstrap, **(client_config or {})}
-        self._ensure_topic(base)
+        ensure_compacted_topic(base, topic, "status")
         self._producer = Producer({**base, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
         self._consumer = Consumer({**base, "group.id": f"{topic}-reader", "enable.auto.commit": False})
         self._consumer.assign([TopicPartition(topic, 0, 0)])
@@ -63,18 +64,6 @@ class KafkaStatusBackingStore:
         self._mine: dict[tuple[str, int], tuple[str, str | None]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="status-store", daemon=True)
-
-    def _ensure_topic(self, base: dict[str, Any]) -> None:
-        admin = AdminClient(dict(base))
-        if self.topic in admin.list_topics(timeout=30).topics:
-            return
-        spec = NewTopic(self.topic, 1, -1, config={"cleanup.policy": "compact"})
-        try:
-            admin.create_topics([spec])[self.topic].result(30)
-            log.info("created status topic %s", self.topic)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
