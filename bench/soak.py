@@ -44,6 +44,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from devkafka.backends import reap_with_this_process
+from devkafka.cluster import ClusterStartError
 from devkafka.data import create_topic, read_all
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 
@@ -199,6 +200,19 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else float("nan")
 
 
+def _back(cluster: ReplicatedKafkaCluster, node: int) -> str:
+    """Start ``node`` again; a start that does not come up in time is retried (said in the fault's detail)."""
+    for attempt in range(3):
+        try:
+            cluster.node(node).start()
+            cluster.wait_brokers([node])
+            return "" if attempt == 0 else f" (came back on start {attempt + 1})"
+        except ClusterStartError as exc:
+            print(f"{cluster.name} broker {node} did not come back: {exc}; starting it again", flush=True)
+            cluster.node(node).stop(hard=True)
+    raise RuntimeError(f"{cluster.name} broker {node} never came back")
+
+
 class Soak:
     """The clusters, the load, the reader, the two workers, and the faults done to them."""
 
@@ -266,16 +280,12 @@ class Soak:
         node = self.rng.randrange(1, len(cluster.nodes) + 1)
         cluster.node(node).stop(hard=True)
         time.sleep(20)
-        cluster.node(node).start()
-        cluster.wait_brokers([node])
-        return f"{cluster.name} broker {node}"
+        return f"{cluster.name} broker {node}" + _back(cluster, node)
 
     def broker_restart(self) -> str:
         node = self.rng.randrange(1, len(self.target.nodes) + 1)
         self.target.node(node).stop(hard=False)
-        self.target.node(node).start()
-        self.target.wait_brokers([node])
-        return f"target broker {node}"
+        return f"target broker {node}" + _back(self.target, node)
 
     # -- the run --------------------------------------------------------------------------------
     def faults_until(self, deadline: float, fault_every_s: float, started: float) -> list[Fault]:

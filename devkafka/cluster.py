@@ -84,8 +84,18 @@ def _server_properties(
     min_isr = str(min(rf, 2))
     replication = (
         # Replicated: any one node may die and every write still has a second copy (Kafka's own
-        # transactions system test runs three brokers so).
-        {"default.replication.factor": str(rf), "min.insync.replicas": min_isr} if rf > 1 else {}
+        # transactions system test runs three brokers so). The quorum's timeouts are longer than
+        # Kafka's 1 s election and 2 s fetch: six JVMs, a mirror and its loads on 2 cores starve a
+        # voter for seconds, and with the defaults a restarted node was seen caught in elections
+        # for over 90 s.
+        {
+            "default.replication.factor": str(rf),
+            "min.insync.replicas": min_isr,
+            "controller.quorum.election.timeout.ms": "3000",
+            "controller.quorum.fetch.timeout.ms": "6000",
+        }
+        if rf > 1
+        else {}
     )
     props = {
         "process.roles": "broker,controller",
