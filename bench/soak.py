@@ -93,10 +93,8 @@ class Load(threading.Thread):
         super().__init__(name="soak-load", daemon=True)
         self.topics, self.per_txn = topics, per_txn
         self.pause_s = per_txn * len(topics) / rate
-        self.producers = {
-            t: Producer({"bootstrap.servers": bootstrap, "transactional.id": f"soak-load-{t}", "compression.type": c})
-            for t, (_, c) in topics.items()
-        }
+        self.bootstrap = bootstrap
+        self.producers = {t: self._producer(t) for t in topics}
         self.stop_event = threading.Event()
         self.committed = 0
         self.error: BaseException | None = None
@@ -115,8 +113,26 @@ class Load(threading.Thread):
         except BaseException as exc:  # reported by the main thread
             self.error = exc
 
+    def _producer(self, topic: str) -> Producer:
+        codec = self.topics[topic][1]
+        return Producer(
+            {"bootstrap.servers": self.bootstrap, "transactional.id": f"soak-load-{topic}", "compression.type": codec}
+        )
+
     def _transaction(self, topic: str, parts: int, seq: int, *, commit: bool) -> None:
-        """One transaction; one that a broker fault made abortable is aborted (and not counted)."""
+        """One transaction; one that a broker fault made abortable is aborted (and not counted); a
+        producer that failed fatally (fenced after its transaction timed out during a source broker
+        fault) is replaced, its transaction lost as a crashed producer's would be."""
+        try:
+            self._one_transaction(topic, parts, seq, commit=commit)
+        except KafkaException as exc:
+            if not exc.args[0].fatal():
+                raise
+            print(f"load producer for {topic} failed fatally ({exc}); replacing it", flush=True)
+            self.producers[topic] = self._producer(topic)
+            self.producers[topic].init_transactions(120)
+
+    def _one_transaction(self, topic: str, parts: int, seq: int, *, commit: bool) -> None:
         producer = self.producers[topic]
         producer.begin_transaction()
         for i in range(self.per_txn):
