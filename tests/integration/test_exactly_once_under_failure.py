@@ -42,7 +42,7 @@ TOTAL = sum(n for *_, n in SOURCES)
 
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
-def test_every_record_exactly_once_through_kills_and_broker_bounces(
+def test_every_record_exactly_once_through_mirror_kills_and_restarts(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
 ) -> None:
     name, prefix = unique("chaos"), unique("chaos")

@@ -48,9 +48,13 @@ def freeze_holding_a_transaction(
     zombie: MirrorProcess, bootstrap: str, partitions: list[tuple[str, int]], transactional_id: str
 ) -> set[tuple[str, int]]:
     """SIGSTOP ``zombie`` at a moment its transactional id holds a transaction open on the target
-    (tried again, thawed at once, when it froze between two); returns the partitions it holds."""
+    (tried again, thawed at once, when it froze between two); returns the partitions it holds.
+
+    The transaction must still be open a second after the freeze: one whose EndTxn was already on
+    the wire completes on its own, and then there is nothing left for the survivor to fence."""
     for _ in range(50):
         zombie.signal(signal.SIGSTOP)
+        time.sleep(1.0)  # well within the session timeout; requests in flight are answered by now
         held = open_transactions(bootstrap, partitions).get(transactional_id, set())
         if held:
             return held
