@@ -17,8 +17,6 @@ from typing import Self
 import httpx
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from kafka import KafkaAdminClient
-from kafka import TopicPartition as KafkaPartition
 
 from devkafka.backends import KafkaEndpoint, reap_with_this_process
 from devkafka.cluster import free_port
@@ -307,24 +305,6 @@ class TransactionalLoad:
             raise AssertionError(f"load on {self.topic} did not finish in {timeout} s")
         if self.error is not None:
             raise self.error
-
-
-def open_transactions(bootstrap: str, partitions: Sequence[tuple[str, int]]) -> dict[str, set[tuple[str, int]]]:
-    """Transactional id -> those of ``partitions`` on which it holds a transaction open now
-    (DescribeProducers on the leaders, ListTransactions on the coordinators)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="test-open-transactions")
-    try:
-        on: dict[int, set[tuple[str, int]]] = {}
-        for tp, state in admin.describe_producers([KafkaPartition(t, p) for t, p in partitions]).items():
-            for producer in state.active_producers:
-                if producer.current_transaction_start_offset >= 0:
-                    on.setdefault(producer.producer_id, set()).add((tp.topic, tp.partition))
-        if not on:
-            return {}
-        listings = admin.list_transactions(producer_id_filters=sorted(on))
-        return {t.transactional_id: on[t.producer_id] for ts in listings.values() for t in ts if t.producer_id in on}
-    finally:
-        admin.close()
 
 
 class LiveReader:

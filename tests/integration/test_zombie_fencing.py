@@ -5,17 +5,10 @@ the group's session timeout, in the middle of its transactions; the other takes 
 and keeps mirroring; then the frozen one is woken with SIGCONT. Its late commits carry a generation
 the group coordinator no longer accepts (KIP-447), so its transaction aborts: the target must hold
 every source record exactly once.
-
-Kafka's default transaction timeout (60 s) is used here, because the survivor must not wait for it:
-at takeover it fences the zombie's transactional id (KIP-618's round, per takeover), which aborts the
-zombie's open transaction at once. The zombie is frozen only while it holds a transaction open on the
-target, and the survivor's records on those partitions must become visible in well under the
-timeout (about the session timeout plus a rebalance; without the fence, the whole 60 s).
 """
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 
@@ -26,14 +19,12 @@ from devkafka.data import create_topic, read_all
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     LiveReader,
-    MirrorProcess,
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
     assert_offset_syncs_exact,
     contents,
     mirror_config,
-    open_transactions,
     shadow_caught_up,
     wait_until,
 )
@@ -41,26 +32,6 @@ from tests.integration.harness import (
 PARTITIONS = 6
 RECORDS = 12_000
 SESSION_TIMEOUT_MS = 6000
-TRANSACTION_TIMEOUT_MS = 60_000
-
-
-def freeze_holding_a_transaction(
-    zombie: MirrorProcess, bootstrap: str, partitions: list[tuple[str, int]], transactional_id: str
-) -> set[tuple[str, int]]:
-    """SIGSTOP ``zombie`` at a moment its transactional id holds a transaction open on the target
-    (tried again, thawed at once, when it froze between two); returns the partitions it holds.
-
-    The transaction must still be open a second after the freeze: one whose EndTxn was already on
-    the wire completes on its own, and then there is nothing left for the survivor to fence."""
-    for _ in range(50):
-        zombie.signal(signal.SIGSTOP)
-        time.sleep(1.0)  # well within the session timeout; requests in flight are answered by now
-        held = open_transactions(bootstrap, partitions).get(transactional_id, set())
-        if held:
-            return held
-        zombie.signal(signal.SIGCONT)  # well within the session timeout: the group never noticed
-        time.sleep(0.05)
-    raise AssertionError(f"{transactional_id} never held a transaction open when frozen")
 
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
@@ -88,7 +59,6 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
         **{
             "transaction.boundary.interval.ms": "1000",
             "target.cluster.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-            "transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
             "mirror.mode": mode,
         },
     )
@@ -97,14 +67,11 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
     group = f"connect-{name}"
     wait_until(lambda: "assigned 3 target partitions" in zombie.log_text(), 60, "the zombie to own 3 partitions")
     wait_until(lambda: "assigned 3 target partitions" in survivor.log_text(), 60, "the survivor to own 3 partitions")
-    partitions = [(target_topic, p) for p in range(PARTITIONS)]
-    live = LiveReader(target.bootstrap_servers, partitions).start()
+    live = LiveReader(target.bootstrap_servers, [(target_topic, p) for p in range(PARTITIONS)]).start()
     load.start()
     try:
         wait_until(lambda: live.count() >= 0.2 * RECORDS, 120, "20% mirrored")
-        zombie_id = f"{name}-{zombie.worker_id}-0"
-        held = freeze_holding_a_transaction(zombie, target.bootstrap_servers, partitions, zombie_id)
-        stopped_at = time.monotonic()
+        zombie.signal(signal.SIGSTOP)
         frozen_at = live.count()
         # Past the session timeout the coordinator drops the zombie and the survivor gets everything.
         wait_until(
@@ -113,12 +80,6 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
             "the survivor to take over every partition",
         )
         wait_until(lambda: live.count() >= frozen_at + 2000, 120, "the survivor to mirror on")
-        wait_until(lambda: not math.isnan(live.stall(held, stopped_at)), 120, "records on the zombie's partitions")
-        stall = live.stall(held, stopped_at)
-        print(f"{mode}: zombie frozen holding a transaction on {sorted(held)}; visible again after {stall:.1f} s")
-        # The session timeout, a rebalance and the fence; never the transaction timeout.
-        assert stall < TRANSACTION_TIMEOUT_MS / 1000 / 2, f"stalled {stall:.1f} s: {survivor.log_tail(30)}"
-        assert f"fenced {zombie_id}" in survivor.log_text(), survivor.log_tail(30)
         zombie.signal(signal.SIGCONT)
 
         load.join(300)
