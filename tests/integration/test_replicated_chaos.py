@@ -225,7 +225,9 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
         for load in loads:
             load.stop()  # a failure above leaves no writer, reader or mirror behind for the next test
         live.stop()
-        codes = {m.mode: m.process.stop() for m in mirrors}
+        # A graceful stop finishes the cycle under way: a flush may still be waiting out its 60 s for
+        # a restarted broker, and the abort after it is bounded at the transaction timeout + 15 s.
+        codes = {m.mode: m.process.stop(timeout=150) for m in mirrors}
     print("visibility stall per fault (first new record of each mirror after the stop):\n  " + "\n  ".join(stalls))
     assert codes == dict.fromkeys(MODES, 0), {m.mode: m.process.log_tail() for m in mirrors}
     for m in mirrors:
