@@ -253,8 +253,6 @@ class TransactionalLoad:
         self.total, self.per_txn, self.abort_every = total, per_txn, abort_every
         self.spec = ProduceSpec(compression=compression, transactional_id=txn_id)
         self.pause_s = pause_s
-        # Recent timestamps: records older than the retention (7 days) would be deleted under the test.
-        self.base_ts = int(time.time() * 1000)
         self.committed = 0
         self.error: BaseException | None = None
         self._stopping = threading.Event()
@@ -265,12 +263,16 @@ class TransactionalLoad:
         while self.committed < self.total and not self._stopping.is_set():
             txn += 1
             commit = txn % self.abort_every != 0
+            # Recent timestamps (older than the 7-day retention would be deleted under the test), and
+            # never in the future: a record stamped ahead of the clock gave a negative replication
+            # latency in the metrics test.
+            now_ms = int(time.time() * 1000) - self.per_txn
             records = [
                 Rec(
                     f"k{(seq + i) % 97}".encode(),
                     payload(self.topic, (seq + i) % self.partitions, seq + i),
                     (("seq", str(seq + i).encode()),),
-                    self.base_ts + seq + i,
+                    now_ms + i,
                     (seq + i) % self.partitions,
                 )
                 for i in range(self.per_txn)
