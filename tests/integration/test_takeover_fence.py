@@ -16,6 +16,7 @@ import time
 import pytest
 from confluent_kafka import KafkaException, Producer
 
+from connectors.mirror_sink_task import task_slot
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, create_topic, end_offsets, produce
 from tests.integration.conftest import MirrorFactory
@@ -59,8 +60,8 @@ def test_a_transaction_left_open_by_another_slot_is_aborted_at_takeover(
         topic,
         (Rec(f"k{i}".encode(), f"v{i}".encode(), partition=i % PARTITIONS) for i in range(RECORDS)),
     )
-    # A slot of this connector on a worker that is gone ("w0"), as the task slot names them.
-    dead_slot = f"{name}-w0-0"
+    # Task 0's slot of this connector on a worker that is gone ("w0").
+    dead_slot = task_slot(name, "w0", 0)
     holder = hold_transaction_open(target.bootstrap_servers, dead_slot, target_topic)
     stable = end_offsets(target.bootstrap_servers, target_topic)
     assert stable == dict.fromkeys(range(PARTITIONS), 0), f"the open transaction must pin the LSO at 0: {stable}"
