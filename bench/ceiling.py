@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.machine_cpu import BusyTimeline
 from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
 from mirror_sink.core.partitions import TargetPartition
@@ -29,6 +30,8 @@ class Ceiling:
     seconds: float
     batches: int
     records: int
+    #: Cores busy on the whole machine during the timed ingest (the target broker, mostly).
+    machine_cores_busy: float | None = None
 
 
 def target_ingest(
@@ -60,6 +63,7 @@ def target_ingest(
             wire.poll(0.1)
         records = 0
         started = time.monotonic()
+        machine = BusyTimeline()
         for p, items in batches.items():
             for batch, count in items:
                 producer.send(TargetPartition(target_topic, p), batch, count, 0, 0)
@@ -70,6 +74,9 @@ def target_ingest(
             producer.reap()
             if on_progress is not None:
                 on_progress(producer.acked_records, total)
-        return Ceiling(time.monotonic() - started, sum(len(b) for b in batches.values()), records)
+        machine.sample()
+        return Ceiling(
+            time.monotonic() - started, sum(len(b) for b in batches.values()), records, machine.cores_busy(None, None)
+        )
     finally:
         producer.close()

@@ -262,8 +262,19 @@ def _throughput_step(
             key=lambda run: run.seconds,
         )
         ceiling_mbps = top.records * RECORD_BYTES / 1e6 / top.seconds
-        ceiling.append({"codec": codec, "seconds": top.seconds, "mb_per_s": ceiling_mbps})
-        print(f"    ceiling: {ceiling_mbps:.1f} MB/s ({top.batches:,} batches)", flush=True)
+        ceiling.append(
+            {
+                "codec": codec,
+                "seconds": top.seconds,
+                "mb_per_s": ceiling_mbps,
+                "machine_cores_busy": top.machine_cores_busy,
+            }
+        )
+        print(
+            f"    ceiling: {ceiling_mbps:.1f} MB/s ({top.batches:,} batches), "
+            f"machine cores busy {top.machine_cores_busy or 0:.2f}",
+            flush=True,
+        )
         for mirror in _csv(args.mirrors):
             steps.announce(f"{codec}: mirroring with {mirror}")
             result = _throughput(mirror, codec, src, tgt, topic=topic, records=records, workdir=args.workdir)
@@ -271,7 +282,8 @@ def _throughput_step(
             throughput[-1]["mirror"] = mirror
             print(
                 f"    {result.seconds:.1f} s, {result.mb_per_s:.1f} MB/s ({result.mb_per_s / ceiling_mbps:.0%} of the "
-                f"ceiling), {result.cpu_s_per_gb:.1f} CPU-s/GB, peak RSS {result.peak_rss_mb:.0f} MB",
+                f"ceiling), {result.cpu_s_per_gb:.1f} CPU-s/GB, peak RSS {result.peak_rss_mb:.0f} MB, "
+                f"machine cores busy {result.machine_cores_busy or 0:.2f}",
                 flush=True,
             )
     return throughput, ceiling

@@ -28,6 +28,7 @@ from pathlib import Path
 import psutil
 from confluent_kafka import Producer
 
+from bench.machine_cpu import BusyTimeline
 from devkafka.backends import reap_with_this_process
 from devkafka.data import Address, client_settings, committed_offsets, create_topic, end_offsets
 from devkafka.pair import DevClusters
@@ -64,6 +65,8 @@ class Result:
     #: figure to hold against the ceiling, which is timed without any start-up either.
     copy_seconds: float | None = None
     copy_mb_per_s: float | None = None
+    #: Cores busy on the whole machine (brokers and mirror together) during the copy, out of ``os.cpu_count()``.
+    machine_cores_busy: float | None = None
 
 
 def json_like_values(n: int) -> list[bytes]:
@@ -172,8 +175,10 @@ def mirror_once(
     target_topic = f"{name}.{topic}"
     peak_rss = 0
     cpu_by_pid: dict[int, float] = {}
+    machine = BusyTimeline()
     while True:
         time.sleep(0.2)
+        machine.sample()
         try:
             # The whole process tree: Spark's JVM and Python workers count as the mirror's cost.
             rss = 0
@@ -215,6 +220,7 @@ def mirror_once(
         peak_rss / 1e6,
         copy_seconds,
         megabytes / copy_seconds if copy_seconds else None,
+        machine.cores_busy(reading_at, finished_at),
     )
 
 

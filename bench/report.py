@@ -365,6 +365,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         "MB/s",
         "copy MB/s",
         "of ceiling",
+        "cores busy",
         "CPU-s/GB",
         "peak RSS MB",
         "speed vs MM2",
@@ -391,6 +392,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
                     _fmt(_num(entry, "mb_per_s"), 1),
                     _fmt(_num(entry, "copy_mb_per_s"), 1),
                     _share(_ratio(_num(entry, "copy_mb_per_s") or _num(entry, "mb_per_s"), ceil_mbps)),
+                    _fmt(_num(entry, "machine_cores_busy"), 2),
                     _fmt(_num(entry, "cpu_s_per_gb"), 1),
                     _fmt(_num(entry, "peak_rss_mb"), 0),
                     speed,
@@ -401,7 +403,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
             c = ceil[codec]
             rows.append(
                 [CEILING_LABEL, _fmt(_num(c, "seconds"), 1), _fmt(_num(c, "mb_per_s"), 1)]
-                + [_fmt(_num(c, "mb_per_s"), 1), "100%"]
+                + [_fmt(_num(c, "mb_per_s"), 1), "100%", _fmt(_num(c, "machine_cores_busy"), 2)]
                 + [DASH] * 4
             )
         if rows:
@@ -416,7 +418,10 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         "included (as MM2's, whose JVM and Connect worker start in it); \"copy MB/s\" leaves mirror-sink's "
         'start-up out (from its first task\'s "reading N source partitions" log line to the last offset '
         'committed), as the ceiling, timed without start-up, does; "of ceiling" is copy MB/s (MB/s where '
-        'there is none) over the ceiling row\'s for the same codec. "-" means a figure is missing from this run.',
+        "there is none) over the ceiling row's for the same codec. \"cores busy\" is the whole machine's busy CPU "
+        "(both brokers, the mirror, everything) over the copy, in cores: near the machine's core count, a "
+        "mirror is bound by the machine, not by its own design; the ceiling row's is the target broker "
+        'ingesting alone. "-" means a figure is missing from this run.',
         "",
     ]
     return lines

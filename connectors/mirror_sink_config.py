@@ -101,7 +101,7 @@ class MirrorSinkConfig(BaseModel):
     offset_fallback_group: str | None = Field(None, alias="offset.fallback.group.id")
     transaction_boundary: TransactionBoundary = Field(TransactionBoundary.CAUGHT_UP, alias="transaction.boundary")
     transaction_interval_ms: int = Field(1000, alias="transaction.boundary.interval.ms", ge=10)
-    transaction_max_bytes: int = Field(16 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
+    transaction_max_bytes: int = Field(64 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
     transaction_timeout_ms: int = Field(60_000, alias="transaction.timeout.ms", ge=1000)
     refresh_topics_enabled: bool = Field(True, alias="refresh.topics.enabled")
     refresh_topics_interval_ms: int = Field(600_000, alias="refresh.topics.interval.ms", ge=100)

@@ -1,0 +1,43 @@
+"""How many of the machine's cores were busy over a stretch of a run, whichever process used them.
+
+A mirror's own CPU-s/GB leaves out the two brokers it drives. On a small machine the brokers and the
+mirror share the cores, so a mirror that is slower than the target broker's ingest alone may simply
+have no core left: this figure shows whether the machine was saturated during a copy.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+import psutil
+
+
+def _busy_seconds() -> float:
+    t = psutil.cpu_times()
+    # Linux counts guest time inside user already; idle and iowait are the only idle states.
+    extra = sum(getattr(t, name, 0.0) for name in ("nice", "irq", "softirq", "steal"))
+    return float(t.user + t.system + extra)
+
+
+class BusyTimeline:
+    """Samples of the machine's total busy CPU time, to read the busy cores between two instants later."""
+
+    def __init__(self) -> None:
+        self._times: list[float] = []
+        self._busy: list[float] = []
+        self.sample()
+
+    def sample(self) -> None:
+        """Record the machine's busy CPU-seconds now (wall-clock Unix time)."""
+        self._times.append(time.time())
+        self._busy.append(_busy_seconds())
+
+    def cores_busy(self, start: float | None = None, end: float | None = None) -> float | None:
+        """Average cores busy between the samples nearest ``start`` and ``end`` (default: first and last)."""
+        i = 0 if start is None else min(bisect.bisect_left(self._times, start), len(self._times) - 1)
+        j = len(self._times) - 1 if end is None else min(bisect.bisect_left(self._times, end), len(self._times) - 1)
+        wall = self._times[j] - self._times[i]
+        if wall <= 0.5:  # too short a window to say anything
+            return None
+        return (self._busy[j] - self._busy[i]) / wall
