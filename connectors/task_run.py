@@ -11,17 +11,13 @@ from contextlib import ExitStack
 
 from confluent_kafka import Consumer
 
-from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig
+from connectors.data_paths import open_data_path
+from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
-from mirror_sink.core.authorization import ClientIdentity
 from mirror_sink.core.bounded import call_bounded
-from mirror_sink.core.data_path import Committer, DataPath
+from mirror_sink.core.data_path import Committer
 from mirror_sink.core.logs import Log
 from mirror_sink.core.preflight import check_cluster
-from mirror_sink.raw.raw_path import RawPath
-from mirror_sink.raw.wire import RawUnsupported, unsupported
-from mirror_sink.record.committers import DeliveryTracker
-from mirror_sink.record.record_path import RecordPath
 
 _CLOSE_LIMIT_S = 30.0
 
@@ -31,8 +27,6 @@ class TaskRun:
 
     def __init__(self, config: MirrorSinkConfig, slot: str, log: Log, *, record_mode: bool = False) -> None:
         self.config = config
-        #: Record mode even where raw mode is possible (``mirror.mode=auto`` measured it faster).
-        self.record_mode = record_mode
         self.slot = slot
         self.log = log
         #: Set first thing in ``close``: group callbacks that ``close`` serves must not touch task state.
@@ -50,7 +44,14 @@ class TaskRun:
                 config.source_consumer(), config.source_group_id, client_id=f"{slot}-source"
             )
             undo.callback(self._close_consumer, "source", self.source)
-            self.mode, self.path = self._open_path()
+            self.mode, self.path = open_data_path(
+                config,
+                client_id=slot,
+                transactional_id=self.transactional_id,
+                source=self.source,
+                log=log,
+                record_mode=record_mode,
+            )
             undo.callback(self.path.close)
             self.member: Consumer = clients.coordination_consumer(
                 config.target_consumer(), config.shadow_group_id, client_id=f"{slot}-member"
@@ -63,50 +64,6 @@ class TaskRun:
             else "at-least-once (idempotent producer)"
         )
         self.log.info("starting in %s mode, %s", self.mode, guarantee)
-
-    def _open_path(self) -> tuple[str, DataPath]:
-        """Raw mode where the clusters and client settings allow it (or it is asked for), else record."""
-        cfg = self.config
-        if cfg.mirror_mode is not MirrorMode.RECORD and not self.record_mode:
-            blockers = unsupported(cfg.source_consumer()) + unsupported(cfg.target_producer())
-            try:
-                if blockers:
-                    raise RawUnsupported(f"the raw path's client cannot honour {', '.join(blockers)}")
-                return "raw", RawPath(
-                    source_props=cfg.source_consumer(),
-                    target_props=cfg.target_producer(),
-                    target_admin_props=cfg.target_admin(),
-                    client_id=self.slot,
-                    transactional_id=self.transactional_id,
-                    transaction_timeout_ms=cfg.transaction_timeout_ms,
-                    group_id=cfg.shadow_group_id,
-                    memory_bytes=cfg.buffer_memory,
-                    chunk_bytes=max(cfg.transaction_max_bytes // 4, 1),
-                    log=self.log,
-                    sync_partition=cfg.offset_syncs_partition,
-                )
-            except RawUnsupported as exc:
-                if cfg.mirror_mode is MirrorMode.RAW:
-                    raise
-                self.log.warning("mirror.mode=auto falls back to record mode: %s", exc)
-        syncs = cfg.offset_syncs_partition
-        identity = ClientIdentity("target", cfg.target_producer(), self.transactional_id, cfg.shadow_group_id)
-        deliveries = DeliveryTracker(track_offsets=syncs is not None, identity=identity)
-        producer = clients.target_producer(
-            {**cfg.target_producer(), "on_delivery": deliveries},
-            client_id=f"{self.slot}-producer",
-            transactional_id=self.transactional_id,
-            transaction_timeout_ms=cfg.transaction_timeout_ms,
-        )
-        return "record", RecordPath(
-            self.source,
-            producer=producer,
-            deliveries=deliveries,
-            transactional=self.transactional_id is not None,
-            timeout_s=cfg.transaction_timeout_ms / 1000,
-            log=self.log,
-            sync_topic=syncs.topic if syncs is not None else None,
-        )
 
     def abort_quietly(self) -> None:
         """After a failure: abort the open cycle if there is one; the broker aborts it on timeout otherwise."""

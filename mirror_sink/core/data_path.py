@@ -72,6 +72,10 @@ class DataPath(Protocol):
     def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
         """After an aborted cycle: read again from the committed ``offsets``."""
 
+    def stop_at(self, ends: Mapping[SourcePartition, int]) -> None:
+        """Copy nothing at or past these offsets, and let positions go no further (a planned range's
+        end: Spark's). A batch that crosses an end is re-encoded without its records past it."""
+
     def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
         """Move what is available (waiting up to ``wait_s`` for data) into the open cycle.
 

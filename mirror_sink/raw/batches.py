@@ -175,6 +175,7 @@ class ReencodeReason(StrEnum):
     COMPACTED = "compacted"
     TOO_LARGE = "too large"
     OLD_FORMAT = "old format"
+    PAST_RANGE_END = "past the range end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,18 +193,26 @@ class ForwardProblem:
 OLD_FORMAT = ForwardProblem(ReencodeReason.OLD_FORMAT, "message format v0/v1")
 
 
-def forward_problem(header: BatchHeader, start_offset: int, max_batch_bytes: int) -> ForwardProblem | None:
+def forward_problem(
+    header: BatchHeader, start_offset: int, max_batch_bytes: int, end_offset: int | None = None
+) -> ForwardProblem | None:
     """Why ``header``'s batch cannot be forwarded byte for byte (it is re-encoded), or None.
 
     The broker requires lastOffsetDelta + 1 == recordCount (compaction leaves gaps) and a batch no
     larger than the topic's max.message.bytes; a batch that starts before the partition's start
-    offset would duplicate records already mirrored.
+    offset would duplicate records already mirrored, one that ends at or past ``end_offset`` (a
+    planned range's end) would copy records of the next range.
     """
     if header.magic != 2:
         return ForwardProblem(ReencodeReason.OLD_FORMAT, f"message format v{header.magic}")
     if header.base_offset < start_offset:
         return ForwardProblem(
             ReencodeReason.MID_BATCH_START, f"starts at {header.base_offset}, before the start offset {start_offset}"
+        )
+    if end_offset is not None and header.base_offset + header.last_offset_delta >= end_offset:
+        return ForwardProblem(
+            ReencodeReason.PAST_RANGE_END,
+            f"ends at {header.base_offset + header.last_offset_delta}, past the range end {end_offset}",
         )
     if header.last_offset_delta + 1 != header.record_count:
         return ForwardProblem(

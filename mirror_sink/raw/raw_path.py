@@ -118,6 +118,8 @@ class RawPath:
         self._limits: dict[str, int] = {}
         self._admin: AdminClient | None = None
         self._position: dict[SourcePartition, int] = {}
+        #: Planned range ends (``stop_at``): nothing at or past them is copied.
+        self._stops: dict[SourcePartition, int] = {}
         #: Each read partition's target, built once: ``_take`` looks it up for every partition on every call.
         self._target: dict[SourcePartition, TargetPartition] = {}
         self.forwarded = 0
@@ -150,6 +152,10 @@ class RawPath:
         self.fetcher.seek(offsets)
         self._position.update(offsets)
         self.fetcher.wire.wakeup()
+
+    def stop_at(self, ends: Mapping[SourcePartition, int]) -> None:
+        """Copy nothing at or past ``ends``; a batch that crosses one is re-encoded up to it."""
+        self._stops.update(ends)
 
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
@@ -228,7 +234,11 @@ class RawPath:
             if target_tp is None or target_tp.topic != target_of[tp.topic]:  # new, or its mapping changed
                 target_tp = self._target[tp] = TargetPartition(target_of[tp.topic], tp.partition)
             room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
+            stop = self._stops.get(tp)
             while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp)) is not None:
+                if stop is not None and item.start >= stop:  # past the planned end: not this range's
+                    self.budget.give_back(item.charge)
+                    continue
                 plan.append((tp, target_tp, item))
                 planned_bytes += item.size
                 if item.batch is not None:
@@ -245,7 +255,8 @@ class RawPath:
                     r, b = self._send(tp, target_tp, item)
                     records += r
                     nbytes += b
-                self._position[tp] = item.next_offset
+                stop = self._stops.get(tp)
+                self._position[tp] = item.next_offset if stop is None else min(item.next_offset, stop)
                 done += 1
         except BaseException:
             for _, _, item in plan[done:]:  # taken from the fetcher but never handed to the producer
@@ -257,7 +268,8 @@ class RawPath:
         assert item.batch is not None
         limit = self._max_message_bytes(target_tp.topic)
         header = item.header
-        problem = OLD_FORMAT if header is None else forward_problem(header, item.start, limit)
+        stop = self._stops.get(tp)
+        problem = OLD_FORMAT if header is None else forward_problem(header, item.start, limit, stop)
         if problem is None:
             assert header is not None
             self.producer.send(target_tp, item.batch, header.record_count, item.charge, header.base_offset)
@@ -276,7 +288,7 @@ class RawPath:
             )
         codec = header.codec if header is not None else int(item.batch[17]) & 0x07
         where = f"source partition {tp} (codec {CODECS.get(codec, codec)})"
-        rebuilt = reencode(item.batch, codec, item.start, limit, where)
+        rebuilt = reencode(item.batch, codec, item.start, limit, where, end_offset=stop)
         records = 0
         for i, (built, offsets) in enumerate(rebuilt):
             charge = item.charge if i == len(rebuilt) - 1 else 0

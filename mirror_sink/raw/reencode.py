@@ -1,10 +1,10 @@
 """The per-batch fallback: re-encode a source batch the target would reject or that must be trimmed.
 
 Used only for batches that cannot pass byte for byte (see ``batches.forward_problem``): offset gaps
-left by compaction, a first fetch that starts inside a batch, a batch over the target's
-max.message.bytes, or the old v0/v1 message format. Records keep key, value, headers and timestamp
-and the source codec; the batches built here are plain v2 batches that the producer stamps with
-its id, epoch and sequence like any other.
+left by compaction, a first fetch that starts inside a batch, a batch that crosses a planned
+range's end (Spark), a batch over the target's max.message.bytes, or the old v0/v1 message format.
+Records keep key, value, headers and timestamp and the source codec; the batches built here are
+plain v2 batches that the producer stamps with its id, epoch and sequence like any other.
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ class _Record:
     headers: list[tuple[str, bytes | None]]
 
 
-def reencode(batch: memoryview, codec: int, start_offset: int, max_batch_bytes: int, where: str) -> list[Rebuilt]:
-    """The records of ``batch`` at or after ``start_offset`` as v2 batches of at most ``max_batch_bytes``.
+def reencode(
+    batch: memoryview, codec: int, start_offset: int, max_batch_bytes: int, where: str, *, end_offset: int | None = None
+) -> list[Rebuilt]:
+    """The records of ``batch`` at or after ``start_offset`` (and before ``end_offset``, if given) as v2
+    batches of at most ``max_batch_bytes``.
 
     ``codec`` is the source batch's (kept where the target can decode it: every v2 codec).
     Raises TaskFailure naming ``where`` when a single record is larger than the target accepts.
@@ -45,7 +48,7 @@ def reencode(batch: memoryview, codec: int, start_offset: int, max_batch_bytes: 
         _Record(r.offset, r.timestamp, r.key, r.value, list(r.headers))
         for b in _batches(batch)
         for r in b
-        if r.offset >= start_offset
+        if r.offset >= start_offset and (end_offset is None or r.offset < end_offset)
     ]
     out: list[Rebuilt] = []
     limit = max_batch_bytes

@@ -19,6 +19,7 @@ from mirror_sink.record.committers import (
 from mirror_sink.record.record_copier import RecordCopier
 
 _CONSUME_BATCH = 5000
+_NO_STOP = 1 << 63
 #: Producers replaced while a call may still be blocked inside them (see ``close``).
 _ABANDONED_PRODUCERS: list[Producer] = []
 
@@ -50,6 +51,8 @@ class RecordPath:
         self._rewound: set[SourcePartition] = set()
         #: The last consume drained librdkafka's prefetched records (it returned fewer than it asked for).
         self._drained = False
+        #: Planned range ends (``stop_at``): nothing at or past them is copied.
+        self._stops: dict[SourcePartition, int] = {}
 
     def assign(self, starts: Mapping[SourcePartition, int]) -> None:
         """incremental_assign at the given offsets."""
@@ -75,6 +78,8 @@ class RecordPath:
         messages = self.source.consume(_CONSUME_BATCH, wait_s)
         self._drained = len(messages) < _CONSUME_BATCH
         good = [m for m in messages if not self._is_error(m)]
+        if self._stops:
+            good = [m for m in good if (m.offset() or 0) < self._stop_of(m)]
         if not good:
             return Copied()
         self.committer.begin()
@@ -91,6 +96,13 @@ class RecordPath:
         """librdkafka fetches ahead on its own: a consume that drained its queue has caught up."""
         return self._drained
 
+    def _stop_of(self, msg: Message) -> int:
+        return self._stops.get(SourcePartition(msg.topic() or "", msg.partition() or 0), _NO_STOP)
+
+    def stop_at(self, ends: Mapping[SourcePartition, int]) -> None:
+        """Copy no record at or past ``ends`` (the consumer may read beyond; positions stop there)."""
+        self._stops.update(ends)
+
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """The consumer's positions: past every record returned, control records and aborted batches."""
         out = {}
@@ -99,6 +111,8 @@ class RecordPath:
             # Until a partition returns a record after a rewind, its position may still be the one
             # from before the rewind (librdkafka resets it asynchronously): trust the rewind point.
             out[key] = tp.offset if tp.offset >= 0 and key not in self._rewound else committed[key]
+            if key in self._stops:
+                out[key] = min(out[key], self._stops[key])
         return out
 
     def _is_error(self, msg: Message) -> bool:

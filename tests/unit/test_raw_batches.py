@@ -180,14 +180,18 @@ def test_forward_problem_gives_its_progress_log_label_with_the_detail() -> None:
     for header, start, limit, reason, detail in cases:
         problem = forward_problem(header, start, limit)
         assert problem is not None and (problem.reason, problem.detail) == (reason, detail)
+    crossing = forward_problem(_header(), 100, 1000, end_offset=105)
+    assert crossing is not None and crossing.reason is ReencodeReason.PAST_RANGE_END
+    assert crossing.detail == "ends at 109, past the range end 105"
+    assert forward_problem(_header(), 100, 1000, end_offset=110) is None, "a batch ending just before the end passes"
     labels = [f"{reason}" for reason in ReencodeReason]
-    assert labels == ["mid-batch start", "compacted", "too large", "old format"]
+    assert labels == ["mid-batch start", "compacted", "too large", "old format", "past the range end"]
     assert (OLD_FORMAT.reason, str(OLD_FORMAT)) == (ReencodeReason.OLD_FORMAT, "message format v0/v1")
 
 
 @settings(max_examples=40, deadline=None)
 @given(records_st, codec_st, st.data())
-def test_reencode_drops_records_before_the_start_and_closes_offset_gaps(
+def test_reencode_keeps_the_records_between_start_and_end_and_closes_offset_gaps(
     records: list[Record], codec: int, data: st.DataObject
 ) -> None:
     gaps = data.draw(st.lists(st.integers(1, 5), min_size=len(records), max_size=len(records)))
@@ -198,16 +202,18 @@ def test_reencode_drops_records_before_the_start_and_closes_offset_gaps(
     header = parse_header(memoryview(batch))
     if len(records) > 1 and offsets[-1] != len(records) - 1:
         assert "offset gaps" in str(forward_problem(header, 1000, 10**7))
-    rebuilt = reencode(memoryview(batch), codec, start, 10**7, "t-0")
+    end_index = data.draw(st.integers(start_index + 1, len(records)))
+    end = 1000 + offsets[end_index] if end_index < len(records) else None  # a range end, or none
+    rebuilt = reencode(memoryview(batch), codec, start, 10**7, "t-0", end_offset=end)
     assert len(rebuilt) == 1
     out, source_offsets = rebuilt[0]
-    assert source_offsets == [1000 + o for o in offsets[start_index:]]
+    assert source_offsets == [1000 + o for o in offsets[start_index:end_index]]
     out_header = parse_header(memoryview(out))
     assert out_header.codec in (codec, 0)  # kept, unless compressing would not shrink the batch
     assert forward_problem(out_header, 0, 10**7) is None, "the result passes every broker rule"
-    expected = [(k, v, h) for k, v, h, _ in records[start_index:]]
+    expected = [(k, v, h) for k, v, h, _ in records[start_index:end_index]]
     assert [r[1:] for r in decoded(out)] == expected
-    assert [r.timestamp for r in DefaultRecordBatch(bytes(out))] == [ts for *_, ts in records[start_index:]]
+    assert [r.timestamp for r in DefaultRecordBatch(bytes(out))] == [ts for *_, ts in records[start_index:end_index]]
 
 
 def test_reencode_splits_a_batch_over_the_target_limit_and_fails_on_a_single_huge_record() -> None:
