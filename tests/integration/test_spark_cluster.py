@@ -1,0 +1,119 @@
+"""The Spark runtime on a real standalone cluster, submitted as the README says, through executor and
+driver loss: the target holds every source record exactly once."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce
+from devkafka.spark_standalone import ROOT, SparkStandalone, SparkSubmit
+from tests.integration.harness import Unique, assert_exact_mirror, mirror_config, payload, wait_until
+
+RECORDS = 60_000
+#: Source offsets per micro-batch: the copy runs in several batches, so losses land mid-query.
+PER_TRIGGER = "6000"
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
+    """One master and two workers for every test of this module, and a package of this checkout's code
+    (submit.sh only builds one when there is none)."""
+    package = ["bash", str(ROOT / "deploy" / "spark" / "package.sh")]
+    built = subprocess.run(package, check=False, capture_output=True, text=True)
+    assert built.returncode == 0, f"deploy/spark/package.sh failed:\n{built.stdout}\n{built.stderr}"
+    cluster = SparkStandalone(tmp_path_factory.mktemp("spark-cluster")).start()
+    yield cluster
+    cluster.stop()
+
+
+def _seeded(source: KafkaEndpoint, topic: str) -> None:
+    """RECORDS numbered records over 3 partitions, in large lz4 batches (raw mode forwards them whole)."""
+    create_topic(source.bootstrap_servers, topic, 3)
+    now = int(time.time() * 1000) - RECORDS
+    records = (
+        Rec(f"k{i % 97}".encode(), payload(topic, i % 3, i), (("seq", str(i).encode()),), now + i, i % 3)
+        for i in range(RECORDS)
+    )
+    produce(source.bootstrap_servers, topic, records, ProduceSpec(compression="lz4", linger_ms=50))
+
+
+def _mirrored(target: KafkaEndpoint, topic: str) -> int:
+    """Target offsets readable with read_committed now (records and the transaction markers between
+    them). Cheap, and unlike a stable read of the shadow group it never waits out the copy's open
+    transactions, which during a copy are open nearly all the time."""
+    return sum(end_offsets(target.bootstrap_servers, f"source.{topic}").values())
+
+
+def _between(target: KafkaEndpoint, topic: str, low: float, high: float) -> Callable[[], bool]:
+    """True while the target holds more than ``low`` and less than ``high`` of RECORDS committed."""
+    return lambda: low * RECORDS < _mirrored(target, topic) < high * RECORDS
+
+
+def _progress(source: KafkaEndpoint, topic: str, target: KafkaEndpoint, name: str) -> tuple[int, int]:
+    """(offsets the shadow group holds, source end offsets), summed over the partitions."""
+    ends = end_offsets(source.bootstrap_servers, topic)
+    held = committed_offsets(target.bootstrap_servers, f"connect-{name}", [(f"source.{topic}", p) for p in ends])
+    return sum(max(0, v) for v in held.values()), sum(ends.values())
+
+
+def test_spark_submit_on_a_standalone_cluster_mirrors_in_raw_mode(
+    spark_cluster: SparkStandalone, source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    name, topic = unique("cluster"), unique("cluster")
+    _seeded(source, topic)
+    config = mirror_config(name, source, target, topic, runtime="spark")
+    run = SparkSubmit(spark_cluster, config, tmp_path).start()
+    assert run.wait() == 0, run.explain()
+    logs = spark_cluster.executor_logs()
+    assert "records mirrored in raw mode" in logs, run.explain()
+    assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == RECORDS
+
+
+def test_an_executor_killed_mid_copy_is_replaced_and_nothing_is_lost_or_doubled(
+    spark_cluster: SparkStandalone, source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    name, topic = unique("exec-kill"), unique("exec-kill")
+    _seeded(source, topic)
+    config = mirror_config(name, source, target, topic, runtime="spark")
+    run = SparkSubmit(spark_cluster, config, tmp_path, "--max-records-per-trigger", PER_TRIGGER).start()
+
+    midway = _between(target, topic, 0, 0.7)
+    wait_until(
+        lambda: midway() and bool(spark_cluster.executors()),
+        240,
+        "the first ranges committed, executors running",
+        detail=lambda: (
+            f"target holds {_mirrored(target, topic)}, {len(spark_cluster.executors())} executors\n" + run.explain()
+        ),
+    )
+    victim = spark_cluster.executors()[0]
+    victim.kill()  # SIGKILL: the worker starts a new executor, Spark reschedules its tasks
+    assert run.wait() == 0, run.explain()
+    assert "Lost executor" in run.log_text(), run.explain()
+    held, total = _progress(source, topic, target, name)
+    assert held == total, run.explain()
+    assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == RECORDS
+
+
+def test_a_killed_driver_resumes_from_its_checkpoint_and_from_none(
+    spark_cluster: SparkStandalone, source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    name, topic = unique("driver-kill"), unique("driver-kill")
+    _seeded(source, topic)
+    config = mirror_config(name, source, target, topic, runtime="spark")
+    run = SparkSubmit(spark_cluster, config, tmp_path, "--max-records-per-trigger", PER_TRIGGER).start()
+    wait_until(_between(target, topic, 0, 0.4), 240, "the first ranges committed", detail=run.explain)
+    run.kill()  # transactions left open by its executors are fenced by the next run's
+    run.start()  # from the same checkpoint
+    wait_until(_between(target, topic, 0.5, 0.9), 240, "more ranges committed after the restart", detail=run.explain)
+    run.kill()
+    shutil.rmtree(run.checkpoint)  # the shadow group alone says where to start
+    assert run.start().wait() == 0, run.explain()
+    assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == RECORDS
