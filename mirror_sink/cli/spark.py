@@ -29,8 +29,24 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default="available-now",
         help="available-now (mirror what is there, then stop) or processing-time:<interval>",
     )
-    p.add_argument("--max-records-per-trigger", type=int, default=0, help="cap on source offsets per micro-batch")
+    p.add_argument(
+        "--max-records-per-trigger", type=_count, default=0, help="cap on source offsets per micro-batch (0: none)"
+    )
+    p.add_argument(
+        "--max-bytes-per-trigger",
+        type=_count,
+        default=0,
+        help="cap on source bytes per micro-batch, estimated from the partitions' log sizes "
+        "(0: none; needs DESCRIBE on the source cluster)",
+    )
     p.set_defaults(func=main)
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative (0 means no cap)")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -44,6 +60,7 @@ def main(args: argparse.Namespace) -> int:
             checkpoint=checkpoint,
             trigger=args.trigger,
             max_records=args.max_records_per_trigger,
+            max_bytes=args.max_bytes_per_trigger,
         )
     except ConfigError as exc:
         log.error("invalid connector config: %s", exc)

@@ -2,8 +2,9 @@
 
 The reader only plans. Its offsets are ``{"topic:partition": next source offset}``; each micro-batch
 row is a range descriptor ``(topic, partition, start, end)``, so no record data passes through the
-JVM. The writer, on executors, copies each range with the worker's record copier inside one target
-transaction that also commits the range end to the shadow group (``range_copier``).
+JVM. The writer, on executors, copies each range with the worker's data path (raw or record mode, as
+``mirror.mode`` says) in target transactions that also commit the range's progress to the shadow
+group (``range_copier``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
@@ -35,7 +37,11 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.start_offsets import StartOffsetResolver
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
 from mirror_sink.core import clients
+from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.logs import configure_logging
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.raw.wire import WireClient, unsupported
+from mirror_sink.spark.byte_budget import bytes_per_offset, cap_by_bytes
 from mirror_sink.spark.range_copier import copy_range
 
 log = logging.getLogger(__name__)
@@ -44,7 +50,29 @@ SCHEMA = "topic string, partition int, start long, end long"
 
 
 def _config(options: dict[str, str]) -> MirrorSinkConfig:
-    return MirrorSinkConfig.parse(json.loads(options["config"]))
+    return MirrorSinkConfig.parse(json.loads(_option(options, "config", "{}")))
+
+
+def _option(options: dict[str, str], name: str, default: str) -> str:
+    """An option by its documented name: Spark hands them over lower-cased (they are case-insensitive)."""
+    return options.get(name, options.get(name.lower(), default))
+
+
+def _cap(options: dict[str, str], name: str) -> int:
+    """A per-trigger cap option: a count >= 0, where 0 means none."""
+    text = _option(options, name, "0")
+    if not text.isdigit():
+        raise ConfigError(name, f"{text!r} is not a whole number >= 0 (0 means no cap)")
+    return int(text)
+
+
+def _key(tp: SourcePartition) -> str:
+    return f"{tp.topic}:{tp.partition}"
+
+
+def _partition(key: str) -> SourcePartition:
+    topic, p = key.rsplit(":", 1)
+    return SourcePartition(topic, int(p))
 
 
 @dataclass
@@ -63,14 +91,20 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.config = _config(options)
-        self.max_records = int(options.get("maxRecordsPerTrigger", "0"))
+        self.max_records = _cap(options, "maxRecordsPerTrigger")
+        self.max_bytes = _cap(options, "maxBytesPerTrigger")
+        if self.max_bytes and (refused := unsupported(self.config.source_consumer())):
+            raise ConfigError(
+                "maxBytesPerTrigger",
+                "reads the source's log sizes with the raw path's client, which cannot take " + ", ".join(refused),
+            )
         self.stop_at: dict[str, int] | None = None
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: mirror up to the source end offsets of this moment, then stop."""
         mappings = self._mappings()
-        partitions = [(m.source_topic, p) for m in mappings.values() for p in range(m.source_partitions)]
-        self.stop_at = self._ends(partitions)
+        partitions = [SourcePartition(m.source_topic, p) for m in mappings.values() for p in range(m.source_partitions)]
+        self.stop_at = {_key(tp): high for tp, (_, high) in self._watermarks(partitions).items()}
 
     def _mappings(self) -> dict[str, TopicMapping]:
         cfg = self.config
@@ -81,16 +115,25 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         )
         return provisioner.reconcile()
 
-    def _ends(self, partitions: list[tuple[str, int]]) -> dict[str, int]:
+    def _watermarks(self, partitions: list[SourcePartition]) -> dict[SourcePartition, tuple[int, int]]:
+        """(log start offset, last stable offset) of each partition."""
         reader = clients.source_consumer(self.config.source_consumer(), self.config.source_group_id, "spark-planner")
         try:
             out = {}
-            for topic, p in partitions:
-                _, high = reader.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-                out[f"{topic}:{p}"] = int(high)
+            for tp in partitions:
+                low, high = reader.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)
+                out[tp] = (int(low), int(high))
             return out
         finally:
             reader.close()
+
+    def _bytes_per_offset(self, marks: dict[SourcePartition, tuple[int, int]]) -> dict[SourcePartition, float]:
+        """Each partition's average bytes per offset, from its leader's log size (``byte_budget``)."""
+        wire = WireClient(self.config.source_consumer(), "source", f"{self.config.name}-spark-planner", 1 << 20)
+        try:
+            return bytes_per_offset(wire, marks)
+        finally:
+            wire.close()
 
     def _starts(self, mappings: dict[str, TopicMapping]) -> dict[str, int]:
         """Start offsets as a worker's task would resolve them (the same module decides)."""
@@ -108,15 +151,18 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         finally:
             shadow.close()
             source.close()
-        return {f"{tp.topic}:{tp.partition}": offset for tp, offset in starts.offsets.items()}
+        return {_key(tp): offset for tp, offset in starts.offsets.items()}
 
     def initialOffset(self) -> dict[str, int]:
         """Where the shadow group is (or the fallback where it has nothing)."""
         return self._starts(self._mappings())
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        """``maxRecordsPerTrigger`` caps each micro-batch (offsets, across partitions)."""
-        return ReadMaxRows(self.max_records) if self.max_records > 0 else ReadAllAvailable()
+        """``maxRecordsPerTrigger`` (offsets) and ``maxBytesPerTrigger`` cap each micro-batch; with both
+        set, Spark is told the first and ``latestOffset`` applies both."""
+        if self.max_records > 0:
+            return ReadMaxRows(self.max_records)
+        return ReadMaxBytes(self.max_bytes) if self.max_bytes > 0 else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         """Source last stable offsets, capped by ``limit``; new partitions start from the shadow group."""
@@ -124,15 +170,30 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         known = dict(start)
         new = {k: v for k, v in self._starts(mappings).items() if k not in known}
         known.update(new)
-        ends = self._ends([(k.rsplit(":", 1)[0], int(k.rsplit(":", 1)[1])) for k in known])
-        if self.stop_at is not None:
-            ends = {k: min(e, self.stop_at.get(k, known[k])) for k, e in ends.items()}
-        if isinstance(limit, ReadMaxRows) and known:
-            per_partition = max(1, math.ceil(limit.max_rows / len(known)))
-            ends = {k: min(e, known[k] + per_partition) for k, e in ends.items()}
+        marks = self._watermarks([_partition(k) for k in known])
         # A partition seen for the first time ends this batch where it starts: the next batch starts
         # there, so none of its records fall between two plans.
-        return {k: max(known[k], e) if k in start else known[k] for k, e in ends.items()}
+        ends = {
+            _key(tp): max(known[_key(tp)], high) if _key(tp) in start else known[_key(tp)]
+            for tp, (_, high) in marks.items()
+        }
+        if self.stop_at is not None:
+            ends = {k: max(known[k], min(e, self.stop_at.get(k, known[k]))) for k, e in ends.items()}
+        # Trigger.AvailableNow passes ReadAllAvailable: the caps still apply, as Spark's Kafka source
+        # keeps maxOffsetsPerTrigger there (the available data is then copied in several batches).
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.max_records
+        if max_rows > 0 and known:
+            per_partition = max(1, math.ceil(max_rows / len(known)))
+            ends = {k: min(e, known[k] + per_partition) for k, e in ends.items()}
+        max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.max_bytes
+        if max_bytes > 0 and any(e > known[k] for k, e in ends.items()):
+            tps = {k: _partition(k) for k in ends}
+            sizes = self._bytes_per_offset({tp: marks[tp] for tp in tps.values()})
+            capped = cap_by_bytes(
+                {tp: known[k] for k, tp in tps.items()}, {tp: ends[k] for k, tp in tps.items()}, sizes, max_bytes
+            )
+            ends = {_key(tp): end for tp, end in capped.items()}
+        return ends
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
         """One range per source partition that has something new."""
@@ -170,6 +231,8 @@ class MirrorSinkStreamWriter(DataSourceStreamWriter):
 
     def write(self, iterator: Iterator[Any]) -> RangesCopied:
         """Copy every range of this task, each in its own target transaction."""
+        if not logging.getLogger().handlers:  # a fresh Python worker: its lines go to the executor's stderr
+            configure_logging()
         config = _config(self.options)
         records = ranges = skipped = 0
         for row in iterator:

@@ -21,20 +21,32 @@ from mirror_sink.core.runtime_guard import SparkLease, refuse_if_worker_active
 log = logging.getLogger(__name__)
 
 
+def _provision(config: MirrorSinkConfig) -> SparkLease:
+    """Refuse while a worker runs the connector, create its target and internal topics, take the lease."""
+    target_admin = clients.admin(config.target_admin(), f"{config.name}-spark-driver")
+    refuse_if_worker_active(target_admin, config.shadow_group_id, config.name)
+    provisioner = TopicProvisioner(config, clients.admin(config.source_admin(), f"{config.name}-spark"), target_admin)
+    mappings = provisioner.reconcile()
+    provisioner.create_internal_topics()  # executors write offset syncs in their transactions, as tasks do
+    if not mappings:
+        raise TaskFailure(f"connector {config.name}: no source topic matches {config.topics!r}")
+    return SparkLease(config.target_consumer(), config.shadow_group_id, next(iter(mappings)))
+
+
 def run_query(
-    props: dict[str, str], *, master: str | None, checkpoint: Path, trigger: str, max_records: int = 0
+    props: dict[str, str],
+    *,
+    master: str | None,
+    checkpoint: Path,
+    trigger: str,
+    max_records: int = 0,
+    max_bytes: int = 0,
 ) -> int:
     """Plan-and-copy until the trigger says stop (available-now) or SIGTERM/SIGINT."""
     config = MirrorSinkConfig.parse(resolve(props))
     if config.runtime != "spark":
         raise ConfigError("runtime", f"connector {config.name} has runtime={config.runtime}; set runtime=spark")
-    target_admin = clients.admin(config.target_admin(), f"{config.name}-spark-driver")
-    refuse_if_worker_active(target_admin, config.shadow_group_id, config.name)
-    provisioner = TopicProvisioner(config, clients.admin(config.source_admin(), f"{config.name}-spark"), target_admin)
-    mappings = provisioner.reconcile()
-    if not mappings:
-        raise TaskFailure(f"connector {config.name}: no source topic matches {config.topics!r}")
-    lease = SparkLease(config.target_consumer(), config.shadow_group_id, next(iter(mappings)))
+    lease = _provision(config)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors import mirror_sink from this env
     if master is not None and master.startswith("local"):
@@ -55,6 +67,8 @@ def run_query(
     options = {"config": json.dumps(props)}
     if max_records:
         options["maxRecordsPerTrigger"] = str(max_records)
+    if max_bytes:
+        options["maxBytesPerTrigger"] = str(max_bytes)
     writer = (
         spark.readStream.format("mirror-sink").options(**options).load()
         .writeStream.format("mirror-sink").options(**options)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import time
 from pathlib import Path
 
+import pytest
+
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import create_topic, produce
+from devkafka.data import ProduceSpec, Rec, create_topic, produce
 from mirror_sink.spark.range_copier import FAULT_FILE_ENV
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
@@ -25,17 +30,20 @@ from tests.integration.test_mirror_task import tricky_records
 class SparkRun(ChildProcess):
     """``mirror-sink spark`` on local Spark for one connector config."""
 
-    def __init__(self, config: dict[str, str], workdir: Path, *, master: str = "local[2]") -> None:
+    def __init__(
+        self, config: dict[str, str], workdir: Path, *, master: str = "local[2]", extra: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(f"spark-{config['name']}", workdir)
         self.config = config
         self.master = master
+        self.extra = extra
         self.checkpoint = workdir / f"checkpoint-{config['name']}"
 
     def argv(self) -> list[str]:
         """``spark <config> --master ... --checkpoint ...`` (available-now: it stops when caught up)."""
         path = self.workdir / f"{self.label}.json"
         path.write_text(json.dumps({"name": self.config["name"], "config": self.config}))
-        return ["spark", str(path), "--master", self.master, "--checkpoint", str(self.checkpoint)]
+        return ["spark", str(path), "--master", self.master, "--checkpoint", str(self.checkpoint), *self.extra]
 
     def run(self, timeout: float = 300) -> int:
         """Start and wait for the exit code."""
@@ -55,14 +63,53 @@ def seeded(source: KafkaEndpoint, unique: Unique, topic: str, records: int = 300
     load.start().join(300)
 
 
+@pytest.mark.parametrize("mode", ["raw", "record"])
 def test_spark_mirrors_exactly_once_with_aborted_source_transactions(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path, mode: str
 ) -> None:
     name, topic = unique("spark"), unique("spark")
     seeded(source, unique, topic)
-    run = SparkRun(spark_config(name, source, target, topic), tmp_path)
+    run = SparkRun({**spark_config(name, source, target, topic), "mirror.mode": mode}, tmp_path)
     assert run.run() == 0, run.log_tail()
+    assert f"records mirrored in {mode} mode" in run.log_text(), run.log_tail()
     assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == 3000
+
+
+def test_raw_ranges_that_end_inside_a_batch_are_cut_there(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    # 500 offsets per micro-batch over 3 partitions: range ends fall inside the producer's batches
+    # (one per partition per flush, hundreds of records), whose records past the end belong to the
+    # next range (raw mode re-encodes the crossing batch).
+    name, topic = unique("spark-cut"), unique("spark-cut")
+    create_topic(source.bootstrap_servers, topic, 3)
+    produce(source.bootstrap_servers, topic, tricky_records(3, 3000), ProduceSpec(compression="zstd", linger_ms=200))
+    config = {**spark_config(name, source, target, topic), "mirror.mode": "raw"}
+    run = SparkRun(config, tmp_path, extra=("--max-records-per-trigger", "500"))
+    assert run.run() == 0, run.log_tail()
+    assert "past the range end" in run.log_text(), run.log_tail()
+    assert "records mirrored in raw mode" in run.log_text(), run.log_tail()
+    assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == 3000
+
+
+def test_max_bytes_per_trigger_bounds_each_micro_batch_by_the_sources_log_sizes(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    # 300 records of 20 KB over 3 partitions (6 MB); a 1.5 MB budget is about 25 records per
+    # partition per micro-batch, so the copy runs in several micro-batches of bounded size.
+    name, topic = unique("spark-bytes"), unique("spark-bytes")
+    create_topic(source.bootstrap_servers, topic, 3)
+    now = int(time.time() * 1000) - 300
+    records = (Rec(f"k{i}".encode(), os.urandom(20_000), (), now + i, i % 3) for i in range(300))
+    produce(source.bootstrap_servers, topic, records, ProduceSpec(linger_ms=50))
+    run = SparkRun(spark_config(name, source, target, topic), tmp_path, extra=("--max-bytes-per-trigger", "1500000"))
+    assert run.run() == 0, run.log_tail()
+    ranges = [
+        int(end) - int(start) for start, end in re.findall(r"\[(\d+), (\d+)\): \d+ records mirrored", run.log_text())
+    ]
+    assert len(ranges) >= 12, f"{len(ranges)} ranges: the budget did not split the copy\n{run.log_tail()}"
+    assert max(ranges) <= 26, f"a range of {max(ranges)} records of 20 KB exceeds a third of 1.5 MB"
+    assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == 300
 
 
 def test_a_writer_failing_between_produce_and_commit_is_retried_without_duplicates(
