@@ -38,6 +38,8 @@ LATENCY_PNG = "benchmarks-latency.png"
 LATENCY_RATE_PNG = "benchmarks-latency-rate.png"
 #: ``bench.tls_throughput``'s saved results, rendered as the page's last section when beside the page.
 TLS_RESULTS = "benchmarks-tls.json"
+RUNTIME_RESULTS = "benchmarks-runtimes.json"
+WAN_RESULTS = "benchmarks-wan.json"
 
 MM2_EOS = "mm2-eos"
 MM2_ALO = "mm2-alo"
@@ -892,7 +894,9 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
     ``benchmarks-latency.png`` and ``benchmarks-latency-rate.png`` beside it (a plot with no data says
     so rather than being skipped), and returns the paths written, the page first. When ``out_dir``
     holds ``benchmarks-tls.json`` (``bench.tls_throughput``'s saved results), the page ends with their
-    "TLS and SASL" section, and with ``benchmarks-shapes.json`` (``bench.shapes``) its workload shapes.
+    "TLS and SASL" section, with ``benchmarks-shapes.json`` (``bench.shapes``) its workload shapes, and
+    with ``benchmarks-runtimes.json`` (``bench.runtimes``) the worker against Spark, and with
+    ``benchmarks-wan.json`` (``bench.wan``) the mirrors across distance (and ``benchmarks-wan.png``).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -914,6 +918,18 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         from bench.shapes import render_shapes  # imported here, as tls_section is
 
         text += "\n" + render_shapes(json.loads(shapes_results.read_text(encoding="utf-8")))
+    runtime_results = out_dir / RUNTIME_RESULTS
+    if runtime_results.exists():
+        from bench.runtimes import render_runtimes  # imported here, as tls_section is
+
+        text += "\n" + render_runtimes(json.loads(runtime_results.read_text(encoding="utf-8")))
+    wan_results = out_dir / WAN_RESULTS
+    if wan_results.exists():
+        from bench.wan import WAN_PNG, plot_wan, render_wan  # imported here, as tls_section is
+
+        wan = json.loads(wan_results.read_text(encoding="utf-8"))
+        text += "\n" + render_wan(wan)
+        pngs.append(plot_wan(wan, out_dir / WAN_PNG))
     page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 

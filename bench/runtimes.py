@@ -15,7 +15,8 @@ Reported per runtime: wall seconds from launch to the shadow group holding every
 committed); CPU-seconds per GB and peak RSS of every process the runtime runs (for the standalone
 cluster: spark-submit's JVM and driver, and the executors with their Python workers; the master's and
 workers' own JVMs are left out, as a cluster that already exists). Writes
-``docs/runtime-benchmarks.md`` (or ``--out``) and a JSON beside it.
+``docs/benchmarks-runtimes.json`` (or into ``--out``), which ``bench.report`` renders as the "Runtimes"
+section of ``docs/benchmarks.md``; this command re-renders the page.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from bench.mirror_throughput import RECORD_BYTES, write_source
+from bench.report import RUNTIME_RESULTS, write_report
 from devkafka.backends import reap_with_this_process
 from devkafka.data import committed_offsets, end_offsets
 from devkafka.pair import DevClusters
@@ -180,14 +183,17 @@ def run_runtime(runtime: str, *, src: str, tgt: str, topic: str, megabytes: floa
     return _measure(runtime, name, src=src, tgt=tgt, topic=topic, megabytes=megabytes, launch=launch, processes=_tree)
 
 
-def render(results: list[RuntimeResult], *, gb: float, machine: str, date: str) -> str:
-    """The page: a table with the worker as the baseline, and how it was measured."""
+def render_runtimes(saved: dict[str, Any]) -> str:
+    """The "Runtimes" section of docs/benchmarks.md from this command's saved JSON: a table with the
+    worker as the baseline, and how it was measured."""
+    results = [RuntimeResult(**r) for r in saved["results"]]
+    gb = saved["gb"]
     base = next((r for r in results if r.runtime == "worker"), None)
     lines = [
-        "# Runtimes: the worker against Spark (raw mode, exactly once)",
+        "## Runtimes: the worker against Spark (raw mode, exactly once)",
         "",
-        f"- Machine: {machine}; date: {date}",
-        "- Regenerate: `.venv/bin/python -m bench.runtimes`",
+        f"- Machine: {saved['machine']}; date: {saved['date']}",
+        f"- Regenerate: `.venv/bin/python -m bench.runtimes` (writes `docs/{RUNTIME_RESULTS}`)",
         "",
         f"{gb:g} GB of 1 KB records (lz4, producer batches of 64 KB to 1 MB) in one source topic of 6 partitions,"
         " mirrored in full by each runtime into a topic of its own, one after the other in the same run, raw mode"
@@ -224,7 +230,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=1.0, help="uncompressed GB of 1 KB records")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES), help=f"comma-separated, of {', '.join(RUNTIMES)}")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "runtime-benchmarks.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs", help=f"where {RUNTIME_RESULTS} and benchmarks.md go")
     parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "results" / "runtimes")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -250,12 +256,19 @@ def main() -> int:
     finally:
         clusters.discard()
     machine = f"{psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
-    date = time.strftime("%Y-%m-%d")
-    args.out.write_text(render(results, gb=args.gb, machine=machine, date=date))
-    args.out.with_suffix(".json").write_text(
-        json.dumps({"machine": machine, "date": date, "gb": args.gb, "results": [asdict(r) for r in results]}, indent=2)
-    )
-    print(f"wrote {args.out}")
+    saved = {
+        "machine": machine,
+        "date": time.strftime("%Y-%m-%d"),
+        "gb": args.gb,
+        "results": [asdict(r) for r in results],
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / RUNTIME_RESULTS).write_text(json.dumps(saved, indent=2) + "\n")
+    print(render_runtimes(saved))
+    main_results = args.out / "benchmarks.json"  # the page's other sections: bench.compare's results
+    if main_results.exists():
+        for path in write_report(json.loads(main_results.read_text()), args.out):
+            print(f"wrote {path}")
     return 0
 
 
