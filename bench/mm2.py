@@ -341,12 +341,14 @@ def start_mm2(
     extra: Mapping[str, str] | None = None,
     heap: str = "2g",
 ) -> MM2Process:
-    """Start MM2 mirroring ``topic`` in the background (files ``{alias}.*`` in ``workdir``)."""
+    """Start MM2 mirroring ``topic`` in the background (files ``{alias}.*`` in ``workdir``); ``{alias}`` in
+    a key of ``extra`` stands for the source cluster's alias, which each run picks."""
     workdir.mkdir(parents=True, exist_ok=True)
     alias = f"mm2{'eos' if exactly_once else 'alo'}{time.time_ns() // 1_000_000}"
     props = mm2_properties(
         source, target, topic, alias=alias, exactly_once=exactly_once, tasks=tasks,
-        rest_port=free_port() if exactly_once else None, compression=compression, extra=extra,
+        rest_port=free_port() if exactly_once else None, compression=compression,
+        extra={k.replace("{alias}", alias): v for k, v in (extra or {}).items()},
     )  # fmt: skip
     props_path, log4j2_path, log_path = (workdir / f"{alias}{s}" for s in (".properties", ".log4j2.properties", ".log"))
     _write_properties(props_path, props)

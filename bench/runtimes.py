@@ -34,7 +34,7 @@ from typing import Any
 import psutil
 
 from bench.mirror_throughput import RECORD_BYTES, write_source
-from bench.report import RUNTIME_RESULTS, write_report
+from bench.report import RUNTIME_RESULTS, save_section
 from devkafka.backends import reap_with_this_process
 from devkafka.data import committed_offsets, end_offsets
 from devkafka.pair import DevClusters
@@ -262,13 +262,9 @@ def main() -> int:
         "gb": args.gb,
         "results": [asdict(r) for r in results],
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / RUNTIME_RESULTS).write_text(json.dumps(saved, indent=2) + "\n")
     print(render_runtimes(saved))
-    main_results = args.out / "benchmarks.json"  # the page's other sections: bench.compare's results
-    if main_results.exists():
-        for path in write_report(json.loads(main_results.read_text()), args.out):
-            print(f"wrote {path}")
+    for path in save_section(args.out, RUNTIME_RESULTS, saved):
+        print(f"wrote {path}")
     return 0
 
 

@@ -48,7 +48,7 @@ import psutil
 from bench.ceiling import target_ingest
 from bench.compare import Progress, _machine
 from bench.mirror_throughput import PARTITIONS, RECORD_BYTES, mirror_once, write_source
-from bench.report import TLS_RESULTS, write_report
+from bench.report import TLS_RESULTS, save_section
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import Address, end_offsets
 from devkafka.pair import DevClusters
@@ -405,14 +405,10 @@ def main() -> int:
     saved = args.workdir / f"tls-{time.strftime('%Y%m%d-%H%M%S')}.json"
     text = json.dumps(results, indent=2) + "\n"
     saved.write_text(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / TLS_RESULTS).write_text(text)
-    log(f"wrote {saved} and {args.out / TLS_RESULTS}")
     print("\n".join(tls_section(results)))
-    main_results = args.out / "benchmarks.json"  # the page's other sections: bench.compare's results
-    if main_results.exists():
-        for path in write_report(json.loads(main_results.read_text()), args.out):
-            log(f"wrote {path}")
+    log(f"wrote {saved}")
+    for path in save_section(args.out, TLS_RESULTS, results):
+        log(f"wrote {path}")
     return 0
 
 

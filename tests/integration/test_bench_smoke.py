@@ -47,3 +47,18 @@ def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
     pngs = ("benchmarks-throughput.png", "benchmarks-cpu.png", "benchmarks-latency.png", "benchmarks-latency-rate.png")
     for png in pngs:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+
+
+def test_bench_wan_runs_each_mirror_across_the_delay_link(tmp_path: Path) -> None:
+    out = tmp_path / "docs"
+    argv = [
+        sys.executable, "-m", "bench.wan", "--gb", "0.01", "--rtts", "50", "--mirrors", "raw-eos,mm2-eos",
+        "--out", str(out), "--workdir", str(tmp_path / "work"),
+    ]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    results = json.loads((out / "benchmarks-wan.json").read_text())
+    assert sorted((r["mirror"], r["rtt_ms"]) for r in results["runs"]) == [("mm2-eos", 50), ("raw-eos", 50)]
+    for row in results["runs"]:
+        assert row["mb_per_s"] > 0 and row["mb_per_core_s"] > 0 and row["peak_rss_mb"] > 0, row
+    assert "## Over a WAN link" in done.stdout

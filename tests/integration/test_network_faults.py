@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from devkafka.backends import reap_with_this_process
-from devkafka.cluster import LocalKafkaCluster, free_port
+from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import create_topic, read_all
+from devkafka.delay_link import add_linked_listener
 from devkafka.jars import KafkaJars
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
@@ -83,15 +84,8 @@ class _Linked:
 
 
 def _linked_cluster(name: str, home: Path) -> _Linked:
-    broker_port, link_port = free_port(), free_port()
     cluster = LocalKafkaCluster(name, home / name, KafkaJars.ensure(), heap="384m", broker_config={})
-    state = cluster.state
-    cluster.broker_config = {
-        "listeners": f"PLAINTEXT://127.0.0.1:{state.port},CONTROLLER://127.0.0.1:{state.controller_port},"
-        f"LINKED://127.0.0.1:{broker_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{state.port},LINKED://127.0.0.1:{link_port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,LINKED:PLAINTEXT",
-    }
+    broker_port, link_port = add_linked_listener(cluster)
     reap_with_this_process(pattern=f"kafka.logs.dir={cluster.home}")
     cluster.start()
     return _Linked(cluster, CuttableLink(link_port, broker_port))
