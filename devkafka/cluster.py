@@ -318,7 +318,7 @@ class LocalKafkaCluster:
     def _answers_metadata(self) -> bool:
         admin = AdminClient({**self.client_config, "log_level": 0})
         try:
-            md = admin.list_topics(timeout=2)
+            md = admin.list_topics(timeout=5)  # a loaded machine answers slowly, not never
         except Exception:
             return False
         return bool(md.brokers)
