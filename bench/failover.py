@@ -667,13 +667,13 @@ def run_mm2_side(args: argparse.Namespace, sc: Scenario) -> dict[str, Any]:
     extent = _source_extent(src, topic, "read_committed")
     mm2 = start_mm2_with_checkpoints(src, tgt, topic, workdir=args.workdir, tasks=PARTITIONS)
     log(f"    MM2 alias {mm2.alias}, log {mm2.log}")
-    reader = _OffsetsReader(tgt, mm2.alias, topic)
+    reader = _OffsetsReader(tgt, mm2.alias, [topic])
     try:
         deadline = mm2.started + args.mirror_timeout
         while True:
             time.sleep(0.5)
             committed = reader.poll()
-            if all(last is None or committed.get(p, -1) >= last for p, (_, _, last) in extent.items()):
+            if all(last is None or committed.get((topic, p), -1) >= last for p, (_, _, last) in extent.items()):
                 break
             if mm2.proc.poll() is not None:
                 raise RuntimeError(f"MM2 exited with {mm2.proc.returncode}; see {mm2.log}\n{_tail(mm2.log)}")

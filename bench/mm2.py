@@ -39,7 +39,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,12 +82,18 @@ class MM2Run:
     target_topic: str
     records: int  # source offsets mirrored (records, for a source written without transactions)
     log: Path
+    first_commit_s: float | None = None  # from the spawn to the first committed source offset
+    idle_cpu_seconds: float | None = None  # CPU over the ``idle_s`` after completion (run_mm2's argument)
+
+
+def _topics(topic: str | Sequence[str]) -> list[str]:
+    return [topic] if isinstance(topic, str) else list(topic)
 
 
 def mm2_properties(
     source: str,
     target: str,
-    topic: str,
+    topic: str | Sequence[str],
     *,
     alias: str,
     exactly_once: bool,
@@ -96,7 +102,7 @@ def mm2_properties(
     compression: str = "lz4",
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The ``mm2.properties`` of one run: flow ``{alias}->target`` mirroring only ``topic``."""
+    """The ``mm2.properties`` of one run: flow ``{alias}->target`` mirroring only ``topic`` (or each of several)."""
     flow = f"{alias}->{TARGET_ALIAS}"
     props = {
         "clusters": f"{alias}, {TARGET_ALIAS}",
@@ -105,7 +111,7 @@ def mm2_properties(
         f"{flow}.enabled": "true",
         # DefaultTopicFilter matches whole names against a regex; [.] keeps a dot literal without a
         # backslash, which a properties file would eat.
-        f"{flow}.topics": "^" + topic.replace(".", "[.]") + "$",
+        f"{flow}.topics": "^(" + "|".join(t.replace(".", "[.]") for t in _topics(topic)) + ")$",
         "tasks.max": str(tasks),
         # Single-broker clusters: the target topic and Connect's internal topics get one replica.
         "replication.factor": "1",
@@ -217,7 +223,7 @@ def _source_extent(bootstrap: str, topic: str, isolation: str) -> dict[int, tupl
 
 
 class _OffsetsReader:
-    """MM2's committed source offsets for ``topic``, read incrementally from the Connect offsets topic.
+    """MM2's committed source offsets for ``topics``, read incrementally from the Connect offsets topic.
 
     Completion criterion: every partition's committed upstream offset has reached the last record MM2
     will copy. MirrorSourceTask commits, per source partition, the upstream offset of the last record it
@@ -230,16 +236,16 @@ class _OffsetsReader:
     topic. The offsets topic, by contrast, holds a few bytes per partition and commit.
     """
 
-    def __init__(self, target: str, alias: str, topic: str) -> None:
+    def __init__(self, target: str, alias: str, topics: Sequence[str]) -> None:
         self.offsets_topic = f"mm2-offsets.{alias}.internal"
         self.alias = alias
-        self.topic = topic
-        self.committed: dict[int, int] = {}
+        self.topics = set(topics)
+        self.committed: dict[tuple[str, int], int] = {}
         self._consumer = _consumer(target, "read_committed")
         self._assigned = False
 
-    def poll(self) -> dict[int, int]:
-        """Read what was committed since the last call; returns upstream offset by source partition."""
+    def poll(self) -> dict[tuple[str, int], int]:
+        """Read what was committed since the last call; returns upstream offset by source (topic, partition)."""
         if not self._assigned:
             md = self._consumer.list_topics(self.offsets_topic, timeout=5).topics.get(self.offsets_topic)
             if md is None or md.error is not None or not md.partitions:
@@ -255,11 +261,11 @@ class _OffsetsReader:
                 if not (isinstance(key, list) and len(key) == 2 and isinstance(key[1], dict)):
                     continue
                 part = key[1]
-                if part.get("cluster") != self.alias or part.get("topic") != self.topic:
+                if part.get("cluster") != self.alias or part.get("topic") not in self.topics:
                     continue
                 value = json.loads(msg.value() or b"null")  # {"offset": n}, or a tombstone
                 if isinstance(value, dict) and isinstance(value.get("offset"), int):
-                    self.committed[int(part["partition"])] = value["offset"]
+                    self.committed[(part["topic"], int(part["partition"]))] = value["offset"]
             if not msgs:
                 return self.committed
 
@@ -332,7 +338,7 @@ class MM2Process:
 def start_mm2(
     source: str,
     target: str,
-    topic: str,
+    topic: str | Sequence[str],
     *,
     exactly_once: bool,
     workdir: Path,
@@ -358,13 +364,13 @@ def start_mm2(
         started = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     reap_with_this_process(pid=proc.pid)
-    return MM2Process(proc, alias, f"{alias}.{topic}", log_path, started)
+    return MM2Process(proc, alias, f"{alias}.{_topics(topic)[0]}", log_path, started)
 
 
 def run_mm2(
     source: str,
     target: str,
-    topic: str,
+    topic: str | Sequence[str],
     *,
     exactly_once: bool,
     workdir: Path,
@@ -375,6 +381,7 @@ def run_mm2(
     extra: Mapping[str, str] | None = None,
     heap: str = "2g",
     stop_timeout_s: float = 60,
+    idle_s: float = 0.0,
 ) -> MM2Run:
     """Mirror ``topic`` from ``source`` to ``target`` with a fresh MM2 process and measure it.
 
@@ -382,28 +389,39 @@ def run_mm2(
     source offsets cover every record of ``topic`` as it stood at the start, calling
     ``on_progress(done, total)`` (in source offsets) every 0.5 s, then stops it (SIGTERM, SIGKILL after
     ``stop_timeout_s``). ``extra`` adds or overrides mm2.properties keys. Raises if MM2 exits early or
-    ``timeout_s`` passes first; a benchmark process that dies takes the JVM with it.
+    ``timeout_s`` passes first; a benchmark process that dies takes the JVM with it. With ``idle_s``, MM2
+    keeps running that long after completion, and its CPU then (metadata refreshes, commits of nothing)
+    is ``idle_cpu_seconds``. ``topic`` may be several topics, all mirrored by the one flow.
     """
-    extent = _source_extent(source, topic, "read_committed" if exactly_once else "read_uncommitted")
+    isolation = "read_committed" if exactly_once else "read_uncommitted"
+    extent = {(t, p): bounds for t in _topics(topic) for p, bounds in _source_extent(source, t, isolation).items()}
     total = sum(hi - lo for lo, hi, _ in extent.values())
     mm2 = start_mm2(
         source, target, topic, exactly_once=exactly_once, workdir=workdir, tasks=tasks,
         compression=compression, extra=extra, heap=heap,
     )  # fmt: skip
     proc, started, log_path, target_topic = mm2.proc, mm2.started, mm2.log, mm2.target_topic
-    offsets = _OffsetsReader(target, mm2.alias, topic)
+    offsets = _OffsetsReader(target, mm2.alias, _topics(topic))
+    first_commit_s = idle_cpu = None
     try:
         sampler = _Sampler(proc.pid)
         while True:
             time.sleep(SAMPLE_S)
             sampler.sample()
             committed = offsets.poll()
+            if committed and first_commit_s is None:
+                first_commit_s = time.monotonic() - started
             done = sum(max(0, min(committed.get(p, lo - 1) + 1, hi) - lo) for p, (lo, hi, _) in extent.items())
             if all(last is None or committed.get(p, -1) >= last for p, (_, _, last) in extent.items()):
                 seconds = time.monotonic() - started
                 sampler.sample()
                 if on_progress is not None:
                     on_progress(total, total)
+                if idle_s:
+                    busy = sampler.cpu_seconds
+                    time.sleep(idle_s)
+                    sampler.sample()
+                    idle_cpu = sampler.cpu_seconds - busy
                 break
             if on_progress is not None:
                 on_progress(done, total)
@@ -414,4 +432,5 @@ def run_mm2(
     finally:
         offsets.close()
         _stop(proc, stop_timeout_s)
-    return MM2Run(seconds, sampler.cpu_seconds, sampler.peak_rss, target_topic, total, log_path)
+    cpu = sampler.cpu_seconds - (idle_cpu or 0.0)
+    return MM2Run(seconds, cpu, sampler.peak_rss, target_topic, total, log_path, first_commit_s, idle_cpu)

@@ -40,6 +40,7 @@ LATENCY_RATE_PNG = "benchmarks-latency-rate.png"
 TLS_RESULTS = "benchmarks-tls.json"
 RUNTIME_RESULTS = "benchmarks-runtimes.json"
 WAN_RESULTS = "benchmarks-wan.json"
+SCALE_RESULTS = "benchmarks-scale.json"
 
 MM2_EOS = "mm2-eos"
 MM2_ALO = "mm2-alo"
@@ -910,7 +911,8 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
     holds ``benchmarks-tls.json`` (``bench.tls_throughput``'s saved results), the page ends with their
     "TLS and SASL" section, with ``benchmarks-shapes.json`` (``bench.shapes``) its workload shapes, and
     with ``benchmarks-runtimes.json`` (``bench.runtimes``) the worker against Spark, and with
-    ``benchmarks-wan.json`` (``bench.wan``) the mirrors across distance (and ``benchmarks-wan.png``).
+    ``benchmarks-wan.json`` (``bench.wan``) the mirrors across distance (and ``benchmarks-wan.png``), and
+    with ``benchmarks-scale.json`` (``bench.scale``) 1,000 partitions and small records.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -944,6 +946,11 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         wan = json.loads(wan_results.read_text(encoding="utf-8"))
         text += "\n" + render_wan(wan)
         pngs.append(plot_wan(wan, out_dir / WAN_PNG))
+    scale_results = out_dir / SCALE_RESULTS
+    if scale_results.exists():
+        from bench.scale import render_scale  # imported here, as tls_section is
+
+        text += "\n" + render_scale(json.loads(scale_results.read_text(encoding="utf-8")))
     page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 

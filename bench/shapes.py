@@ -472,11 +472,18 @@ class _TreeSampler:
         """User + system seconds of every process seen."""
         return sum(self.cpu_by_pid.values())
 
+    def idle(self, seconds: float) -> float:
+        """CPU seconds the processes use over the next ``seconds`` (a caught-up mirror's standing cost)."""
+        busy = self.cpu_seconds
+        time.sleep(seconds)
+        self.sample()
+        return self.cpu_seconds - busy
+
 
 def connector_config(
-    name: str, mirror: str, src: Address, tgt: Address, *, topics: Sequence[str], codec: str
+    name: str, mirror: str, src: Address, tgt: Address, *, topics: Sequence[str], codec: str, tasks: int = TASKS
 ) -> dict[str, str]:
-    """The connector config of one run: ``topics`` into ``{name}.{topic}``, ``tasks.max=2``, ``MODES[mirror]``."""
+    """The connector config of one run: ``topics`` into ``{name}.{topic}``, ``tasks.max``, ``MODES[mirror]``."""
     return {
         "name": name,
         "connector.class": "MirrorSinkConnector",
@@ -485,7 +492,7 @@ def connector_config(
         "topics": ",".join(topics),
         "replication.policy.class": "DefaultReplicationPolicy",
         "source.cluster.alias": name,  # target topics of their own
-        "tasks.max": str(TASKS),
+        "tasks.max": str(tasks),
         # Record mode writes the source's codec, as compare.py does; raw mode keeps the batches' own.
         "target.cluster.producer.compression.type": codec,
         **MODES[mirror],
@@ -513,16 +520,20 @@ def run_mirror_sink(
     workdir: Path,
     codec: str,
     timeout_s: float | None = None,
+    tasks: int = TASKS,
+    idle_s: float = 0.0,
 ) -> dict[str, Any]:
     """Mirror every topic of ``source`` with a fresh ``mirror-sink run`` (``tasks.max=2``) and measure it.
 
     Done when the shadow group ``connect-{name}`` has committed, under every target partition
     ``{name}.{topic}``, the source partition's end offset. CPU (user + system) and RSS are those of the
     process tree, sampled every half second; the clock runs from just before the process is spawned.
+    ``first_commit_s`` is when the shadow group first holds an offset. With ``idle_s``, the mirror keeps
+    running that long once caught up, and its CPU then is ``idle_cpu_seconds`` (not in CPU-s/GB).
     """
     name = f"shapes-{source.shape}-{mirror}-{time.time_ns() // 1_000_000}"
     path, log_path = workdir / f"{name}.json", workdir / f"{name}.log"
-    config = connector_config(name, mirror, src, tgt, topics=source.topics, codec=codec)
+    config = connector_config(name, mirror, src, tgt, topics=source.topics, codec=codec, tasks=tasks)
     path.write_text(json.dumps({"name": name, "config": config}, indent=2))
     ends = {(f"{name}.{t}", p): end for t in source.topics for p, end in end_offsets(src, t).items()}
     total = sum(ends.values())
@@ -534,6 +545,7 @@ def run_mirror_sink(
         proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     reap_with_this_process(pid=proc.pid)
     sampler = _TreeSampler(proc.pid)
+    first_commit_s = idle_cpu = None
     try:
         while True:
             time.sleep(SAMPLE_S)
@@ -543,10 +555,13 @@ def run_mirror_sink(
             except KafkaException:
                 stored = {}
             done = sum(min(end, max(0, stored.get(tp, 0))) for tp, end in ends.items())
+            if done and first_commit_s is None:
+                first_commit_s = time.monotonic() - started
             progress(done, total)
             if done >= total:
                 seconds = time.monotonic() - started
                 sampler.sample()
+                idle_cpu = sampler.idle(idle_s) if idle_s else None
                 break
             if proc.poll() is not None:
                 raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}\n{_tail(log_path)}")
@@ -556,8 +571,8 @@ def run_mirror_sink(
         _stop(proc)
     text = log_path.read_text(errors="replace")
     summary = parse_mirror_log(text)
-    result = _figures(mirror, source, seconds, sampler.cpu_seconds, sampler.peak_rss)
-    result |= {"log": str(log_path), **asdict(summary)}
+    result = _figures(mirror, source, seconds, sampler.cpu_seconds - (idle_cpu or 0.0), sampler.peak_rss)
+    result |= {"log": str(log_path), "first_commit_s": first_commit_s, "idle_cpu_seconds": idle_cpu, **asdict(summary)}
     # mirror.mode=auto: how many of the tasks measured their batches too small and went on in record mode.
     result["switched_to_record"] = text.count("mirror.mode=auto switches to record mode")
     if summary.forwarded is not None:

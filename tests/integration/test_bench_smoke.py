@@ -62,3 +62,22 @@ def test_bench_wan_runs_each_mirror_across_the_delay_link(tmp_path: Path) -> Non
     for row in results["runs"]:
         assert row["mb_per_s"] > 0 and row["mb_per_core_s"] > 0 and row["peak_rss_mb"] > 0, row
     assert "## Over a WAN link" in done.stdout
+
+
+def test_bench_scale_small_records_runs_every_mirror(
+    source: KafkaEndpoint, target: KafkaEndpoint, tmp_path: Path
+) -> None:
+    out = tmp_path / "docs"
+    argv = [
+        sys.executable, "-m", "bench.scale", "--scenarios", "small-records", "--scale", "0.01",
+        "--source", source.bootstrap_servers, "--target", target.bootstrap_servers,
+        "--out", str(out), "--workdir", str(tmp_path / "work"),
+    ]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    (scenario,) = json.loads((out / "benchmarks-scale.json").read_text())["scenarios"]
+    assert [r["mirror"] for r in scenario["runs"]] == ["raw-eos", "record-eos", "auto-eos", "mm2-eos"]
+    for row in scenario["runs"]:
+        assert "error" not in row, row
+        assert row["mb_per_s"] > 0 and row["mb_per_core_s"] > 0 and row["first_commit_s"] > 0, row
+    assert "## At scale" in done.stdout
