@@ -86,7 +86,41 @@ def target_producer(
     forced: dict[str, object] = {"enable.idempotence": True}
     if transactional_id is not None:
         forced |= {"transactional.id": transactional_id, "transaction.timeout.ms": transaction_timeout_ms}
-    return Producer(_with_logger({"client.id": client_id, "linger.ms": 5, "compression.type": "lz4", **user}, forced))
+    return TargetProducer(
+        _with_logger({"client.id": client_id, "linger.ms": 5, "compression.type": "lz4", **user}, forced)
+    )
+
+
+class TargetProducer(Producer):
+    """A librdkafka producer whose ``poll`` and ``flush`` report its fatal state as a recoverable failure.
+
+    confluent-kafka raises a fatal error (fenced by a newer instance of the transactional.id, say)
+    from whichever ``poll`` or ``flush`` serves it, and the delivery callbacks that same call goes on
+    to run then fail: seen as ``SystemError`` with the fatal error as its cause, and without one
+    ("returned NULL without setting an exception"). Either way this producer is done for and a new
+    one (whose init_transactions fences this one) is the remedy.
+    """
+
+    def poll(self, timeout: float = -1) -> int:
+        """Serve delivery callbacks (see the class)."""
+        try:
+            return super().poll(timeout)
+        except (KafkaException, SystemError) as exc:
+            raise _fatal_state("poll", exc) from exc
+
+    def flush(self, timeout: float = -1) -> int:
+        """Wait for every queued record's delivery (see the class)."""
+        try:
+            return super().flush(timeout)
+        except (KafkaException, SystemError) as exc:
+            raise _fatal_state("flush", exc) from exc
+
+
+def _fatal_state(what: str, exc: KafkaException | SystemError) -> RecoverableTaskFailure:
+    """What a producer's poll or flush raised, as the failure it means."""
+    cause = exc if isinstance(exc, KafkaException) else exc.__cause__ or exc.__context__
+    said = cause.args[0].str() if isinstance(cause, KafkaException) else f"{type(exc).__name__}: {exc}"
+    return RecoverableTaskFailure(f"{what} of the target producer failed fatally: {said}")
 
 
 def admin(user: Mapping[str, str], client_id: str) -> AdminClient:
@@ -94,9 +128,19 @@ def admin(user: Mapping[str, str], client_id: str) -> AdminClient:
     return AdminClient(_with_logger({"client.id": client_id, **user}, {}))
 
 
+def is_fatal(err: KafkaError) -> bool:
+    """Whether the client that raised ``err`` is unusable for good.
+
+    A call on a producer already in librdkafka's fatal state (fenced by a newer instance of its
+    transactional.id, say) fails with code ``_FATAL`` but without the fatal flag, which only the
+    error that caused the state carries.
+    """
+    return bool(err.fatal()) or err.code() in (KafkaError._FATAL, KafkaError._FENCED)
+
+
 def classify(what: str, err: KafkaError) -> Exception:
     """A librdkafka error as the error class that decides what happens next (``mirror_sink.core.errors``)."""
-    if err.fatal():
+    if is_fatal(err):
         return RecoverableTaskFailure(f"{what} failed fatally: {err.str()}")
     if err.txn_requires_abort():
         return AbortCycle(f"{what}: {err.str()}")

@@ -8,6 +8,7 @@ from typing import cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from mirror_sink.core.clients import is_fatal
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.retry import retry_call
@@ -59,7 +60,7 @@ class RecordCopier:
                     if err.code() == KafkaError._UNKNOWN_PARTITION:
                         self._await_partition(topic, partition)
                         continue
-                    if err.fatal():
+                    if is_fatal(err):
                         raise RecoverableTaskFailure(f"producing to {topic}-{partition}: {err.str()}") from exc
                     if err.code() == KafkaError._STATE or err.txn_requires_abort():
                         # The transaction already failed in the background: void the cycle.

@@ -156,5 +156,8 @@ class RecordPath:
         in it (destroying it under that call would crash the process)."""
         if abandon:
             _ABANDONED_PRODUCERS.append(self.producer)
-        else:
+            return
+        try:
             self.producer.flush(5)
+        except Exception as exc:  # a producer in librdkafka's fatal state can fail even its flush
+            self.log.warning("flushing the target producer on close: %s", exc)

@@ -12,6 +12,7 @@ become visible well inside those 5 minutes, the new owner fenced it.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -20,7 +21,15 @@ from connectors.mirror_sink_task import task_slot
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, create_topic, end_offsets, produce
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import LiveReader, Unique, assert_exact_mirror, mirror_config, wait_until
+from tests.integration.harness import (
+    LiveReader,
+    Unique,
+    assert_exact_mirror,
+    committed_on_target,
+    mirror_config,
+    shadow_caught_up,
+    wait_until,
+)
 
 PARTITIONS = 2
 RECORDS = 200
@@ -89,4 +98,44 @@ def test_a_transaction_left_open_by_another_slot_is_aborted_at_takeover(
     # The fence bumped the dead slot's epoch: its transaction can never commit now.
     with pytest.raises(KafkaException):
         holder.commit_transaction(30)
+    assert_exact_mirror(source, topic, target, target_topic, f"connect-{name}")
+
+
+@pytest.mark.parametrize("mode", ["raw", "record"])
+def test_a_live_task_fenced_by_a_takeover_replaces_its_producer_and_goes_on(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+) -> None:
+    """A task whose session lapses in a broker outage loses its partitions to another task, which
+    fences its transactional id; the rebalance that follows may hand them back. Its producer is then
+    dead for good (librdkafka's fatal state): the task must replace it and go on, not fail. The
+    replicated chaos test once saw a record-mode task fail so."""
+    name, topic = unique("refence"), unique("refence")
+    target_topic = f"source.{topic}"
+    create_topic(source.bootstrap_servers, topic, PARTITIONS)
+    sent = [0]
+
+    def send(n: int) -> None:
+        first = sent[0]
+        recs = (Rec(f"k{i}".encode(), f"v{i}".encode(), partition=i % PARTITIONS) for i in range(first, first + n))
+        produce(source.bootstrap_servers, topic, recs)
+        sent[0] += n
+
+    task = mirror(mirror_config(name, source, target, topic, **{"mirror.mode": mode}), "w1").start()
+    try:
+        send(100)
+        wait_until(lambda: committed_on_target(target, target_topic) > 0, 90, "a first commit", detail=task.log_tail)
+        # What another task's takeover fence does to this task's slot while this task still runs.
+        fencer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": task_slot(name, "w1", 0)})
+        fencer.init_transactions(30)
+        for _ in range(20):  # records keep coming: the fenced producer is used, and must be replaced
+            send(50)
+            time.sleep(0.1)
+        caught_up = partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}")
+        wait_until(caught_up, 90, "the mirror to catch up after the fence", detail=task.log_tail)
+        assert task.alive(), task.log_tail()
+    finally:
+        code = task.stop()
+    assert code == 0, task.log_tail()
+    assert "recreating the task's clients" in task.log_text(), "the fence must have been noticed and survived"
+    assert "task FAILED" not in task.log_text()
     assert_exact_mirror(source, topic, target, target_topic, f"connect-{name}")

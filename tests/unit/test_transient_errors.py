@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from mirror_sink.core.clients import transient
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.clients import classify, transient
+from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 
 
 def _kafka(code: int) -> KafkaException:
@@ -59,3 +59,22 @@ def test_a_classified_failure_stands_whatever_caused_it() -> None:
             raise TaskFailure("source cluster at 127.0.0.1:1 did not answer a metadata request") from inner
     except TaskFailure as outer:
         assert not transient(outer)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        # The error that puts a producer in librdkafka's fatal state carries the fatal flag ...
+        (KafkaError(KafkaError._FENCED, fatal=True), RecoverableTaskFailure),
+        # ... each call on it afterwards fails with _FATAL and no flag (a producer fenced by the task
+        # that took over its partitions while its session had lapsed, then given them back): still
+        # a producer to replace, not a task to fail.
+        (KafkaError(KafkaError._FATAL), RecoverableTaskFailure),
+        (KafkaError(KafkaError._FENCED), RecoverableTaskFailure),
+        (KafkaError(KafkaError._STATE, txn_requires_abort=True), AbortCycle),
+        (KafkaError(KafkaError._TIMED_OUT, retriable=True), Retriable),
+        (KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED), TaskFailure),
+    ],
+)
+def test_classify_decides_what_happens_next(error: KafkaError, kind: type[Exception]) -> None:
+    assert type(classify("commit_transaction", error)) is kind
