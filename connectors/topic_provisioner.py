@@ -54,6 +54,8 @@ FORCED_TARGET_CONFIGS = {"message.timestamp.type": "CreateTime"}
 DEFAULT_TARGET_CONFIGS = {"compression.type": "producer"}
 
 _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
+#: How long one "is the new partition served?" check may take before it is asked again.
+_LEADER_ATTEMPT_S = 3.0
 #: A ``topics`` entry that can only be one topic's name (no regex beyond the dot in names).
 _LITERAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -270,7 +272,10 @@ class TopicProvisioner:
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
         deadline = time.monotonic() + self.timeout_s
         while waiting:
-            left = max(deadline - time.monotonic(), 1.0)
+            # Short attempts: a ListOffsets sent before the broker applied the new topic's metadata
+            # was seen to wait out its whole timeout (30 s) on partitions it had led since 50 ms
+            # after the create; a fresh request is answered at once.
+            left = min(max(deadline - time.monotonic(), 1.0), _LEADER_ATTEMPT_S)
             latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
             futures = self.target_admin.list_offsets({tp: latest for tp in waiting}, request_timeout=left)
             still = []

@@ -260,7 +260,8 @@ class ConnectorRuntime:
             self.log.error("connector FAILED: %s", exc)
             self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
         except Exception as exc:
-            self.log.warning("topic refresh failed (will retry): %s", exc)
+            # str() of a TimeoutError from a future is empty: say at least what kind of failure it was
+            self.log.warning("topic refresh failed (will retry): %s", str(exc) or repr(exc))
 
     def _follow_assignment(self) -> None:
         """Stop the tasks this worker no longer owns and start the ones it now does (a worker joined or left)."""

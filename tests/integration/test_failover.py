@@ -31,6 +31,7 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
+    committed_on_target,
     compacted_with_gaps,
     mirror_config,
     shadow_caught_up,
@@ -146,7 +147,12 @@ def test_failover_resumes_every_group_exactly(
     mids = _commit_groups(source, topics, mid, end)
     config = mirror_config(name, source, target, rf"{prefix}-.*", **{"mirror.mode": mode}, **CHECKPOINTS)
     proc = mirror(config).start()
-    wait_until(lambda: "mirrored" in proc.log_text() or not proc.alive(), 60, "a first commit")
+    wait_until(
+        lambda: any(committed_on_target(target, f"source.{t}") for t in topics) or not proc.alive(),
+        90,
+        "a first commit",
+        detail=proc.log_tail,
+    )
     proc.kill()  # SIGKILL mid-run: its open transaction and offset syncs are never seen
     proc = mirror(config).start()
     try:

@@ -10,12 +10,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce
 from devkafka.spark_standalone import ROOT, SparkStandalone, SparkSubmit
-from tests.integration.harness import Unique, assert_exact_mirror, mirror_config, payload, wait_until
+from tests.integration.harness import (
+    Unique,
+    assert_exact_mirror,
+    committed_on_target,
+    mirror_config,
+    payload,
+    wait_until,
+)
 
 RECORDS = 60_000
 #: Source offsets per micro-batch: the copy runs in several batches, so losses land mid-query.
@@ -46,13 +52,7 @@ def _seeded(source: KafkaEndpoint, topic: str) -> None:
 
 
 def _mirrored(target: KafkaEndpoint, topic: str) -> int:
-    """Target offsets readable with read_committed now (records and the transaction markers between
-    them). Cheap, and unlike a stable read of the shadow group it never waits out the copy's open
-    transactions, which during a copy are open nearly all the time."""
-    try:
-        return sum(end_offsets(target.bootstrap_servers, f"source.{topic}").values())
-    except KafkaException:  # a target topic the driver has just created: its leaders are not ready yet
-        return 0
+    return committed_on_target(target, f"source.{topic}")
 
 
 def _between(target: KafkaEndpoint, topic: str, low: float, high: float) -> Callable[[], bool]:
