@@ -912,7 +912,8 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
     "TLS and SASL" section, with ``benchmarks-shapes.json`` (``bench.shapes``) its workload shapes, and
     with ``benchmarks-runtimes.json`` (``bench.runtimes``) the worker against Spark, and with
     ``benchmarks-wan.json`` (``bench.wan``) the mirrors across distance (and ``benchmarks-wan.png``), and
-    with ``benchmarks-scale.json`` (``bench.scale``) 1,000 partitions and small records.
+    with ``benchmarks-scale.json`` (``bench.scale``) 1,000 partitions and small records (and
+    ``benchmarks-scale.png``).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -948,9 +949,11 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         pngs.append(plot_wan(wan, out_dir / WAN_PNG))
     scale_results = out_dir / SCALE_RESULTS
     if scale_results.exists():
-        from bench.scale import render_scale  # imported here, as tls_section is
+        from bench.scale import SCALE_PNG, plot_scale, render_scale  # imported here, as tls_section is
 
-        text += "\n" + render_scale(json.loads(scale_results.read_text(encoding="utf-8")))
+        scale = json.loads(scale_results.read_text(encoding="utf-8"))
+        text += "\n" + render_scale(scale)
+        pngs.append(plot_scale(scale, out_dir / SCALE_PNG))
     page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 

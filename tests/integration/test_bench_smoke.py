@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.scale import plot_scale
 from devkafka.backends import KafkaEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,3 +82,5 @@ def test_bench_scale_small_records_runs_every_mirror(
         assert "error" not in row, row
         assert row["mb_per_s"] > 0 and row["mb_per_core_s"] > 0 and row["first_commit_s"] > 0, row
     assert "## At scale" in done.stdout
+    png = plot_scale(json.loads((out / "benchmarks-scale.json").read_text()), tmp_path / "scale.png")
+    assert png.stat().st_size > 10_000
