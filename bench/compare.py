@@ -49,7 +49,7 @@ from bench.mm2 import run_mm2, start_mm2
 from bench.report import write_report
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
-from devkafka.pair import DevClusters
+from devkafka.pair import given_or_local
 from devkafka.paths import kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -454,19 +454,8 @@ def main() -> int:
         )
     if bool(args.source) != bool(args.target):
         parser.error("give both --source and --target, or neither")
-    clusters = None
-    if args.source:
-        src, tgt = args.source, args.target
-    else:
-        clusters = DevClusters(args.workdir / "clusters")
-        print("starting local source and target clusters...", flush=True)
-        clusters.up()
-        src, tgt = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
-    try:
+    with given_or_local(args.workdir, args.source, args.target) as (src, tgt):
         results = run(args, src, tgt)
-    finally:
-        if clusters is not None:
-            clusters.discard()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "benchmarks.json").write_text(json.dumps(results, indent=2) + "\n")
     for path in write_report(results, args.out):

@@ -970,6 +970,14 @@ def save_section(out_dir: Path, name: str, results: Mapping[str, Any]) -> list[P
     return written
 
 
+def publish_section(out_dir: Path, name: str, results: Mapping[str, Any], rendered: str) -> None:
+    """A sibling command's last step: print its section, save its results beside the page and
+    re-render the page (``save_section``), and say which files were written."""
+    print(rendered)
+    for path in save_section(out_dir, name, results):
+        print(f"wrote {path}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the docs from a saved results JSON file: ``python -m bench.report results.json out_dir``."""
     parser = argparse.ArgumentParser(

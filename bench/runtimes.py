@@ -34,7 +34,7 @@ from typing import Any
 import psutil
 
 from bench.mirror_throughput import RECORD_BYTES, write_source
-from bench.report import RUNTIME_RESULTS, save_section
+from bench.report import RUNTIME_RESULTS, publish_section
 from devkafka.backends import reap_with_this_process
 from devkafka.data import committed_offsets, end_offsets
 from devkafka.pair import DevClusters
@@ -262,9 +262,7 @@ def main() -> int:
         "gb": args.gb,
         "results": [asdict(r) for r in results],
     }
-    print(render_runtimes(saved))
-    for path in save_section(args.out, RUNTIME_RESULTS, saved):
-        print(f"wrote {path}")
+    publish_section(args.out, RUNTIME_RESULTS, saved, render_runtimes(saved))
     return 0
 
 

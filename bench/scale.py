@@ -36,10 +36,10 @@ from confluent_kafka import KafkaException
 from bench.compare import _machine
 from bench.mirror_throughput import json_like_values
 from bench.mm2 import run_mm2
-from bench.report import SCALE_RESULTS, save_section
+from bench.report import SCALE_RESULTS, publish_section
 from bench.shapes import Progress, Source, _figures, run_mirror_sink
 from devkafka.data import Address, ProduceSpec, Rec, create_topic, produce
-from devkafka.pair import DevClusters
+from devkafka.pair import given_or_local
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPICS, PARTITIONS_PER_TOPIC = 100, 10
@@ -248,22 +248,9 @@ def main() -> int:
     if unknown := sorted(set(scenarios) - set(RUNS)):
         parser.error(f"unknown scenarios {', '.join(unknown)}: choose from {', '.join(RUNS)}")
     args.workdir.mkdir(parents=True, exist_ok=True)
-    clusters = None
-    if args.source and args.target:
-        src, tgt = args.source, args.target
-    else:
-        clusters = DevClusters(args.workdir / "clusters")
-        print("starting local source and target clusters...", flush=True)
-        clusters.up()
-        src, tgt = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
-    try:
+    with given_or_local(args.workdir, args.source, args.target) as (src, tgt):
         results = run_scale(src, tgt, args.workdir, scenarios, scale=args.scale, codec=args.codec)
-    finally:
-        if clusters is not None:
-            clusters.discard()
-    print(render_scale(results))
-    for path in save_section(args.out, SCALE_RESULTS, results):
-        print(f"wrote {path}")
+    publish_section(args.out, SCALE_RESULTS, results, render_scale(results))
     return 0
 
 

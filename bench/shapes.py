@@ -63,7 +63,7 @@ from devkafka.data import (
     produce,
     produce_transactions,
 )
-from devkafka.pair import DevClusters
+from devkafka.pair import given_or_local
 from devkafka.paths import kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -808,19 +808,8 @@ def main() -> int:
         parser.error(f"unknown: {', '.join(bad)}")
     workdir: Path = args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
-    clusters = None
-    if args.source:
-        src, tgt = args.source, args.target
-    else:
-        clusters = DevClusters(workdir / "clusters")
-        print("starting local source and target clusters...", flush=True)
-        clusters.up()
-        src, tgt = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
-    try:
+    with given_or_local(workdir, args.source, args.target) as (src, tgt):
         results = run_shapes(src, tgt, workdir, shapes, mirrors, scale, codec=args.codec)
-    finally:
-        if clusters is not None:
-            clusters.discard()
     out: Path = args.out or workdir
     out.mkdir(parents=True, exist_ok=True)
     (out / SHAPES_RESULTS).write_text(json.dumps(results, indent=2) + "\n")

@@ -36,7 +36,7 @@ from typing import Any
 from bench.compare import Progress, _machine
 from bench.mirror_throughput import PARTITIONS, RECORD_BYTES, mirror_once, write_source
 from bench.mm2 import TARGET_ALIAS, run_mm2
-from bench.report import WAN_RESULTS, save_section
+from bench.report import WAN_RESULTS, publish_section
 from devkafka.delay_link import DelayLink, add_linked_listener
 from devkafka.pair import DevClusters
 
@@ -163,9 +163,7 @@ def main() -> int:
         "partitions": PARTITIONS,
         "runs": entries,
     }
-    print(render_wan(results))
-    for path in save_section(args.out, WAN_RESULTS, results):
-        print(f"wrote {path}")
+    publish_section(args.out, WAN_RESULTS, results, render_wan(results))
     return 0
 
 

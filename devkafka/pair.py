@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from devkafka.cluster import LocalKafkaCluster
@@ -60,6 +62,24 @@ class DevClusters:
         benchmarks', whose topics (gigabytes per run) nobody reads again."""
         self.down(hard=True)
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+@contextmanager
+def given_or_local(workdir: Path, source: str | None, target: str | None) -> Iterator[tuple[str, str]]:
+    """The source and target bootstrap servers: the given ones, or local clusters started under
+    ``workdir`` for the block and discarded after it (a benchmark's usual set-up)."""
+    if bool(source) != bool(target):
+        raise ValueError("give both the source and the target bootstrap servers, or neither")
+    if source and target:
+        yield source, target
+        return
+    clusters = DevClusters(workdir / "clusters")
+    print("starting local source and target clusters...", flush=True)
+    clusters.up()
+    try:
+        yield clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
+    finally:
+        clusters.discard()
 
 
 def print_clusters(clusters: DevClusters | ReplicatedPair) -> None:
