@@ -271,6 +271,7 @@ class TopicProvisioner:
         """
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
         deadline = time.monotonic() + self.timeout_s
+        last_error = ""
         while waiting:
             # Short attempts: a ListOffsets sent before the broker applied the new topic's metadata
             # was seen to wait out its whole timeout (30 s) on partitions it had led since 50 ms
@@ -282,17 +283,20 @@ class TopicProvisioner:
             for tp, future in futures.items():
                 try:
                     future.result(left + 5)
-                except (KafkaException, TimeoutError):  # no serving leader yet (or not answered in time)
+                except (KafkaException, TimeoutError) as exc:  # no serving leader yet (or not answered in time)
                     still.append(tp)
+                    last_error = str(exc) or repr(exc)
             if not still:
                 return
             if time.monotonic() > deadline:
                 log.warning(
-                    "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s; mirroring anyway",
+                    "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s (last answer: %s); "
+                    "mirroring anyway",
                     len(still),
                     still[0].topic,
                     still[0].partition,
                     self.timeout_s,
+                    last_error,
                 )
                 return
             waiting = still
