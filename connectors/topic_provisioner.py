@@ -273,9 +273,10 @@ class TopicProvisioner:
         deadline = time.monotonic() + self.timeout_s
         last_error = ""
         while waiting:
-            # Short attempts: a ListOffsets sent before the broker applied the new topic's metadata
-            # was seen to wait out its whole timeout (30 s) on partitions it had led since 50 ms
-            # after the create; a fresh request is answered at once.
+            # Short attempts: one ListOffsets was seen to wait out its whole timeout (30 s) on
+            # partitions the broker had led since 50 ms after the create, so each is asked again.
+            # (On fresh clusters librdkafka's leader lookup was also seen to answer "No leaders
+            # found" for 20 s after the broker had every log: the warning below names such answers.)
             left = min(max(deadline - time.monotonic(), 1.0), _LEADER_ATTEMPT_S)
             latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
             futures = self.target_admin.list_offsets({tp: latest for tp in waiting}, request_timeout=left)
