@@ -82,9 +82,9 @@ def open_clusters(home: Path) -> Iterator[tuple[KafkaEndpoint, KafkaEndpoint]]:
     backend = backend_name()
     if backend == "local":
         pair = DevClusters(home)
-        pair.up()
         reap_with_this_process(pattern=f"kafka.logs.dir={home}")
         try:
+            pair.up()  # inside: a node that failed to start must not leave the other running
             yield pair.source, pair.target
         finally:
             pair.down(hard=True)  # test data is thrown away; no need for a clean shutdown

@@ -7,6 +7,7 @@ import base64
 import json
 import logging
 import os
+import random
 import secrets
 import signal
 import socket
@@ -27,15 +28,47 @@ log = logging.getLogger(__name__)
 _STATE_FILE = "cluster.json"
 
 
+#: kafka-run-class.sh's default, for brokers that serve long runs.
+_DEFAULT_JVM_PERFORMANCE_OPTS = "-XX:+UseG1GC -XX:MaxGCPauseMillis=20"
+
+
+def jvm_performance_opts() -> list[str]:
+    """The brokers' JIT and GC flags: ``KAFKA_JVM_PERFORMANCE_OPTS`` as kafka-run-class.sh reads it, or
+    its G1 default. The test suite sets it for brokers that live minutes, not months."""
+    return os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", _DEFAULT_JVM_PERFORMANCE_OPTS).split()
+
+
 class ClusterStartError(RuntimeError):
     """A broker did not come up; the message carries the tail of its logs."""
 
 
+def _ephemeral_ports() -> range:
+    """The kernel's range for the local ports of outgoing connections (Linux's default if unknown)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port on loopback that nothing listens on right now, for a listener started soon after.
+
+    Chosen at random below the ephemeral range: a port the kernel hands out for ``bind(0)`` may be
+    taken by any client's outgoing connection before the listener binds it (a broker of the test
+    suite failed to start so, while other tests' clients connected).
+    """
+    ephemeral = _ephemeral_ports()
+    candidates = range(max(1024, ephemeral.start - 12_000), ephemeral.start)
+    for _ in range(200):
+        port = random.choice(candidates)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port found in {candidates.start}-{candidates.stop - 1} after 200 tries")
 
 
 def new_cluster_id() -> str:
@@ -249,7 +282,7 @@ class LocalKafkaCluster:
             logging_flag = f"-Dlog4j.configuration=file:{res / 'log4j.properties'}"
         return [
             os.environ.get("JAVA", "java"),
-            "-Xms256m", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Xms256m", f"-Xmx{self.heap}", *jvm_performance_opts(),
             "-Djava.awt.headless=true", f"-Dkafka.logs.dir={self.home / 'logs'}", logging_flag,
             "-cp", self.jars.classpath, main_class, *args,
         ]  # fmt: skip
