@@ -2,13 +2,18 @@
 # mirror-sink's developer entry point. From a fresh clone:
 #   bash deploy/dev.sh run    start the local source and target clusters and run the demo mirror job
 #   bash deploy/dev.sh test   install everything (Chromium too, for the browser test), then lint, type-check,
-#                             check the layers and run every test
+#                             check the layers and run every test, in parallel (tests/tiers.py)
+#   bash deploy/dev.sh test --fast   the same checks, then only the unit tests and the shared-cluster tests
 # Both install what they need first: a virtualenv in .venv with the project and its dev extras
 # (re-installed when pyproject.toml changes) and the Kafka jars from Maven Central (cached once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "dev.sh: $*" >&2; exit 1; }
+
+# Test brokers live minutes: C1 only and the serial collector spend less of two cores on JIT and GC
+# threads than Kafka's G1 default does for brokers that live months.
+TEST_BROKER_JVM_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 check_prerequisites() {
   local py
@@ -65,13 +70,22 @@ case "${1:-}" in
     ;;
   test)
     shift
+    tiers=()
+    if [ "${1:-}" = "--fast" ]; then
+      shift
+      tiers=(-m "unit or kafka")  # no clusters of the tests' own, no benchmarks, wheel or browser
+    fi
     ensure_venv
-    ensure_browser
+    [ ${#tiers[@]} -gt 0 ] || ensure_browser
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy
     .venv/bin/lint-imports
-    MIRROR_SINK_REQUIRE_KAFKA=1 exec .venv/bin/pytest "$@"
+    # Three workers, though the machine may have two cores: most tests wait on brokers, timeouts and
+    # child processes, not on the CPU. tests/tiers.py puts tests in lanes (--dist loadgroup) so that
+    # JVM-heavy ones never run at once, and hands out the longest lanes first.
+    MIRROR_SINK_REQUIRE_KAFKA=1 KAFKA_JVM_PERFORMANCE_OPTS="${KAFKA_JVM_PERFORMANCE_OPTS:-$TEST_BROKER_JVM_OPTS}" \
+      exec .venv/bin/pytest -n "${MIRROR_SINK_TEST_WORKERS:-3}" --dist loadgroup --no-loadscope-reorder "${tiers[@]}" "$@"
     ;;
   *)
     die "usage: bash deploy/dev.sh run|test [args]"

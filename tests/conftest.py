@@ -1,11 +1,9 @@
-"""Session-wide fixtures: the real source and target clusters, unique names, and the no-skip rule."""
+"""Session-wide fixtures: the real source and target clusters and unique names."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -13,28 +11,8 @@ from devkafka.backends import KafkaEndpoint, open_clusters, reap_with_this_proce
 from devkafka.pair import DevClusters
 from devkafka.replicated import ReplicatedPair
 
-# Every test under tests/integration talks to real brokers.
-_INTEGRATION_DIR = Path(__file__).parent / "integration"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark integration tests ``kafka`` so ``-m 'not kafka'`` runs only the unit tests."""
-    for item in items:
-        if _INTEGRATION_DIR in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.kafka)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """With MIRROR_SINK_REQUIRE_KAFKA=1 (the test command sets it) a skipped Kafka test fails the run.
-
-    A Kafka test that did not run proved nothing, so CI must not go green on it.
-    """
-    outcome = yield
-    report = outcome.get_result()  # type: ignore[attr-defined]
-    if report.skipped and os.environ.get("MIRROR_SINK_REQUIRE_KAFKA") == "1" and "kafka" in item.keywords:
-        report.outcome = "failed"
-        report.longrepr = f"Kafka test skipped while MIRROR_SINK_REQUIRE_KAFKA=1: {report.longrepr}"
+#: The tiers, the no-skip rule and the time per tier (tests/tiers.py).
+pytest_plugins = ["tests.tiers"]
 
 
 @pytest.fixture(scope="session")
@@ -65,9 +43,9 @@ def secured_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluste
     """
     home = tmp_path_factory.mktemp("kafka-secured")
     pair = DevClusters(home, secured=True)
-    pair.up()
     reap_with_this_process(pattern=f"kafka.logs.dir={home}")
     try:
+        pair.up()  # inside: a node that failed to start must not leave the others running
         yield pair
     finally:
         pair.down(hard=True)
@@ -81,8 +59,8 @@ def replicated_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replic
     home = tmp_path_factory.mktemp("kafka-replicated")
     pair = ReplicatedPair(home)
     reap_with_this_process(pattern=f"kafka.logs.dir={home}")
-    pair.up()
     try:
+        pair.up()  # inside: a node that failed to start must not leave the others running
         yield pair
     finally:
         pair.down(hard=True)

@@ -7,14 +7,16 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce
 from mirror_sink.spark.range_copier import FAULT_FILE_ENV
-from tests.integration.conftest import MirrorFactory
+from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     ChildProcess,
     TransactionalLoad,
@@ -22,9 +24,9 @@ from tests.integration.harness import (
     assert_exact_mirror,
     mirror_config,
     shadow_caught_up,
+    tricky_records,
     wait_until,
 )
-from tests.integration.test_mirror_task import tricky_records
 
 
 class SparkRun(ChildProcess):
@@ -51,6 +53,34 @@ class SparkRun(ChildProcess):
         return self.wait(timeout)
 
 
+class SparkFactory(Protocol):
+    """Makes an unstarted local Spark run of a connector config."""
+
+    def __call__(
+        self, config: dict[str, str], workdir: Path | None = None, *, master: str = ..., extra: tuple[str, ...] = ()
+    ) -> SparkRun: ...
+
+
+@pytest.fixture
+def spark_local(tmp_path: Path) -> Iterator[SparkFactory]:
+    """``spark_local(config)`` -> an unstarted ``mirror-sink spark`` on local Spark (in ``tmp_path``
+    unless given a directory), killed at teardown if still running. Its JVM is the test's own, so the
+    test is in the ``clusters`` tier."""
+    made: list[SparkRun] = []
+
+    def make(
+        config: dict[str, str], workdir: Path | None = None, *, master: str = "local[2]", extra: tuple[str, ...] = ()
+    ) -> SparkRun:
+        run = SparkRun(config, workdir or tmp_path, master=master, extra=extra)
+        made.append(run)
+        return run
+
+    yield make
+    for run in made:
+        if run.alive():
+            run.kill()
+
+
 def spark_config(name: str, source: KafkaEndpoint, target: KafkaEndpoint, topic: str) -> dict[str, str]:
     """A connector config with runtime=spark."""
     return mirror_config(name, source, target, topic, runtime="spark")
@@ -65,27 +95,26 @@ def seeded(source: KafkaEndpoint, unique: Unique, topic: str, records: int = 300
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_spark_mirrors_exactly_once_with_aborted_source_transactions(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path, mode: str
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, spark_local: SparkFactory, mode: str
 ) -> None:
     name, topic = unique("spark"), unique("spark")
     seeded(source, unique, topic)
-    run = SparkRun({**spark_config(name, source, target, topic), "mirror.mode": mode}, tmp_path)
+    run = spark_local({**spark_config(name, source, target, topic), "mirror.mode": mode})
     assert run.run() == 0, run.log_tail()
     assert f"records mirrored in {mode} mode" in run.log_text(), run.log_tail()
     assert assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}") == 3000
 
 
 def test_raw_ranges_that_end_inside_a_batch_are_cut_there(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, spark_local: SparkFactory
 ) -> None:
     # 500 offsets per micro-batch over 3 partitions: range ends fall inside the producer's batches
     # (one per partition per flush, hundreds of records), whose records past the end belong to the
     # next range (raw mode re-encodes the crossing batch).
-    name, topic = unique("spark-cut"), unique("spark-cut")
-    create_topic(source.bootstrap_servers, topic, 3)
+    name, topic = unique("spark-cut"), source_topic("spark-cut", 3)
     produce(source.bootstrap_servers, topic, tricky_records(3, 3000), ProduceSpec(compression="zstd", linger_ms=200))
     config = {**spark_config(name, source, target, topic), "mirror.mode": "raw"}
-    run = SparkRun(config, tmp_path, extra=("--max-records-per-trigger", "500"))
+    run = spark_local(config, extra=("--max-records-per-trigger", "500"))
     assert run.run() == 0, run.log_tail()
     assert "past the range end" in run.log_text(), run.log_tail()
     assert "records mirrored in raw mode" in run.log_text(), run.log_tail()
@@ -93,16 +122,15 @@ def test_raw_ranges_that_end_inside_a_batch_are_cut_there(
 
 
 def test_max_bytes_per_trigger_bounds_each_micro_batch_by_the_sources_log_sizes(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, spark_local: SparkFactory
 ) -> None:
     # 300 records of 20 KB over 3 partitions (6 MB); a 1.5 MB budget is about 25 records per
     # partition per micro-batch, so the copy runs in several micro-batches of bounded size.
-    name, topic = unique("spark-bytes"), unique("spark-bytes")
-    create_topic(source.bootstrap_servers, topic, 3)
+    name, topic = unique("spark-bytes"), source_topic("spark-bytes", 3)
     now = int(time.time() * 1000) - 300
     records = (Rec(f"k{i}".encode(), os.urandom(20_000), (), now + i, i % 3) for i in range(300))
     produce(source.bootstrap_servers, topic, records, ProduceSpec(linger_ms=50))
-    run = SparkRun(spark_config(name, source, target, topic), tmp_path, extra=("--max-bytes-per-trigger", "1500000"))
+    run = spark_local(spark_config(name, source, target, topic), extra=("--max-bytes-per-trigger", "1500000"))
     assert run.run() == 0, run.log_tail()
     ranges = [
         int(end) - int(start) for start, end in re.findall(r"\[(\d+), (\d+)\): \d+ records mirrored", run.log_text())
@@ -113,13 +141,13 @@ def test_max_bytes_per_trigger_bounds_each_micro_batch_by_the_sources_log_sizes(
 
 
 def test_a_writer_failing_between_produce_and_commit_is_retried_without_duplicates(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path, spark_local: SparkFactory
 ) -> None:
     name, topic = unique("spark-fault"), unique("spark-fault")
     seeded(source, unique, topic)
     marker = tmp_path / "fail-once"
     marker.touch()
-    run = SparkRun(spark_config(name, source, target, topic), tmp_path, master="local[2,4]")  # 4 task attempts
+    run = spark_local(spark_config(name, source, target, topic), master="local[2,4]")  # 4 task attempts
     run.env[FAULT_FILE_ENV] = str(marker)
     assert run.run() == 0, run.log_tail()
     assert not marker.exists(), "the fault was injected"
@@ -128,11 +156,11 @@ def test_a_writer_failing_between_produce_and_commit_is_retried_without_duplicat
 
 
 def test_deleting_the_checkpoint_between_runs_stays_exact(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, spark_local: SparkFactory
 ) -> None:
     name, topic = unique("spark-ckpt"), unique("spark-ckpt")
     seeded(source, unique, topic, 1500)
-    run = SparkRun(spark_config(name, source, target, topic), tmp_path)
+    run = spark_local(spark_config(name, source, target, topic))
     assert run.run() == 0, run.log_tail()
     produce(source.bootstrap_servers, topic, tricky_records(3, 300))
     shutil.rmtree(run.checkpoint)  # the shadow group on the target stays the source of truth
@@ -141,7 +169,12 @@ def test_deleting_the_checkpoint_between_runs_stays_exact(
 
 
 def test_handoff_between_the_worker_and_spark_runtimes(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path, mirror: MirrorFactory
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    tmp_path: Path,
+    spark_local: SparkFactory,
+    mirror: MirrorFactory,
 ) -> None:
     name, topic = unique("handoff"), unique("handoff")
     seeded(source, unique, topic, 1200)
@@ -151,13 +184,13 @@ def test_handoff_between_the_worker_and_spark_runtimes(
     worker = mirror(worker_config).start()
     wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the worker runtime")
     # While the worker runs the connector, Spark refuses to.
-    refused = SparkRun(spark_config(name, source, target, topic), tmp_path / "refused")
+    refused = spark_local(spark_config(name, source, target, topic), tmp_path / "refused")
     assert refused.run() == 1
     assert "running in the worker runtime" in refused.log_text(), refused.log_tail()
     assert worker.stop() == 0, worker.log_tail()
 
     produce(source.bootstrap_servers, topic, tricky_records(3, 300))
-    spark = SparkRun(spark_config(name, source, target, topic), tmp_path)
+    spark = spark_local(spark_config(name, source, target, topic))
     assert spark.run() == 0, spark.log_tail()
     assert_exact_mirror(source, topic, target, target_topic, group, offset_syncs=False)  # half without syncs
 
