@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.wan --gb 0.05 --rtts 50   # a quick look
 
 A DR mirror runs beside the target and reads the source across the WAN, so the source broker gets a
-second listener that clients reach only through ``devkafka.delay_link.DelayLink``: every byte, each
+second listener that clients reach only through ``devkafka.link.Link``: every byte, each
 way, is held back half the round trip (this machine's kernel has no ``tc netem``; the link is
 pipelined and unlimited in bandwidth, see the module). The data is written once, locally, then each
 mirror copies all of it, exactly once, into a target topic of its own, at each round trip in turn:
@@ -37,7 +37,7 @@ from bench.compare import Progress, _machine
 from bench.mirror_throughput import PARTITIONS, RECORD_BYTES, mirror_once, write_source
 from bench.mm2 import TARGET_ALIAS, run_mm2
 from bench.report import WAN_RESULTS, publish_section
-from devkafka.delay_link import DelayLink, add_linked_listener
+from devkafka.link import Link, add_linked_listener
 from devkafka.pair import DevClusters
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,7 +124,7 @@ def main() -> int:
     broker_port, link_port = add_linked_listener(clusters.source)
     print("starting local source and target clusters...", flush=True)
     clusters.up()
-    link = DelayLink(link_port, broker_port, 0.0)
+    link = Link(link_port, broker_port, 0.0)
     entries: list[dict[str, Any]] = []
     try:
         src_local, tgt = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers

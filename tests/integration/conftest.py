@@ -8,7 +8,15 @@ from typing import Protocol
 
 import pytest
 
-from tests.integration.harness import MirrorProcess, WorkerProcess
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import create_topic
+from tests.integration.harness import MirrorProcess, Unique, WorkerProcess
+
+
+class TopicFactory(Protocol):
+    """Creates a topic on the shared source cluster, named for this test only; returns its name."""
+
+    def __call__(self, base: str, partitions: int = 1, config: dict[str, str] | None = None) -> str: ...
 
 
 class MirrorFactory(Protocol):
@@ -40,3 +48,16 @@ def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
     yield process
     if process.alive():
         process.stop()
+
+
+@pytest.fixture
+def source_topic(source: KafkaEndpoint, unique: Unique) -> TopicFactory:
+    """``source_topic('orders', 3)`` -> ``orders-3f9a1c``, created on the shared source with 3 partitions
+    (and the given topic configs): a name no other test uses, as ``unique`` gives it."""
+
+    def make(base: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
+        topic = unique(base)
+        create_topic(source.bootstrap_servers, topic, partitions, config)
+        return topic
+
+    return make

@@ -233,6 +233,18 @@ def payload(topic_tag: str, partition: int, seq: int, size: int = 200) -> bytes:
     return (body + "x" * max(0, size - len(body) - 2) + '"}').encode()
 
 
+def tricky_records(partitions: int, n: int = 120, *, null_keys: bool = True) -> list[Rec]:
+    """Keys and null keys, tombstones, several and null-valued headers, explicit timestamps."""
+    out = []
+    base_ts = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
+    for i in range(n):
+        key = None if null_keys and i % 7 == 0 else f"key-{i}".encode()
+        value = None if i % 11 == 0 else f'{{"i": {i}}}'.encode()
+        headers = (("a", b"1"), ("b", None), ("a", f"{i}".encode())) if i % 3 else ()
+        out.append(Rec(key, value, headers, base_ts + i * 1000, i % partitions))
+    return out
+
+
 class TransactionalLoad:
     """Writes numbered records in transactions (every ``abort_every``-th aborted), in a thread."""
 

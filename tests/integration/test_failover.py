@@ -26,7 +26,7 @@ from devkafka.data import (
 )
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
-from tests.integration.conftest import MirrorFactory
+from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     TransactionalLoad,
     Unique,
@@ -321,12 +321,11 @@ def test_group_sync_moves_idle_groups_forward_only(
 
 
 def test_a_group_that_keeps_up_with_the_source_still_gets_fresh_exact_checkpoints(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """A consumer that commits at the source's head is always a little ahead of the mirror: its
     current offset is never yet translatable, but an offset it had a round or two earlier is."""
-    topic, name, group = unique("head"), unique("head"), unique("head-app")
-    create_topic(source.bootstrap_servers, topic, 1)
+    topic, name, group = source_topic("head", 1), unique("head"), unique("head-app")
     # Transactions of 3 s: the head the group commits is always past what the mirror has committed.
     slow = {**CHECKPOINTS, "transaction.boundary.interval.ms": "3000"}
     proc = mirror(mirror_config(name, source, target, topic, **slow)).start()

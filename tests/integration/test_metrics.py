@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
 from devkafka.data import Rec, create_topic, produce
+from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     MirrorProcess,
     TransactionalLoad,
@@ -128,10 +129,9 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
 
 
 def test_run_serves_metrics_on_its_own_port(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    name, topic = unique("runmetrics"), unique("runmetrics")
-    create_topic(source.bootstrap_servers, topic, 1)
+    name, topic = unique("runmetrics"), source_topic("runmetrics", 1)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i) for i in range(120)])
     port = free_port()
     config = mirror_config(name, source, target, topic, **{"mirror.mode": "record", "metrics.aggregate": "topic"})

@@ -24,7 +24,7 @@ from devkafka.data import (
     read_all,
 )
 from devkafka.jars import KafkaJars
-from tests.integration.conftest import MirrorFactory
+from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     MirrorProcess,
     Unique,
@@ -32,20 +32,9 @@ from tests.integration.harness import (
     contents,
     mirror_config,
     shadow_caught_up,
+    tricky_records,
     wait_until,
 )
-
-
-def tricky_records(partitions: int, n: int = 120, *, null_keys: bool = True) -> list[Rec]:
-    """Keys and null keys, tombstones, several and null-valued headers, explicit timestamps."""
-    out = []
-    base_ts = int(time.time() * 1000) - 3_600_000  # recent: older records would fall to retention
-    for i in range(n):
-        key = None if null_keys and i % 7 == 0 else f"key-{i}".encode()
-        value = None if i % 11 == 0 else f'{{"i": {i}}}'.encode()
-        headers = (("a", b"1"), ("b", None), ("a", f"{i}".encode())) if i % 3 else ()
-        out.append(Rec(key, value, headers, base_ts + i * 1000, i % partitions))
-    return out
 
 
 @pytest.mark.parametrize(
@@ -109,10 +98,9 @@ def test_new_topics_and_partitions_are_mirrored_on_the_fly(
 
 
 def test_shadow_group_and_source_lag_are_visible_to_kafka_tooling(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("tooling"), unique("tooling")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, topic = unique("tooling"), source_topic("tooling", 2)
     produce(source.bootstrap_servers, topic, tricky_records(2, 40))
     proc = mirror(mirror_config(name, source, target, topic)).start()
     group = f"connect-{name}"
@@ -203,10 +191,9 @@ def test_offset_fallback_latest_and_copy_once_from_a_source_group(
 
 
 def test_at_least_once_mode_commits_offsets_after_delivery(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("alo"), unique("alo")
-    create_topic(source.bootstrap_servers, topic, 3)
+    name, topic = unique("alo"), source_topic("alo", 3)
     produce(source.bootstrap_servers, topic, tricky_records(3, 300), ProduceSpec(compression="snappy"))
     proc = mirror(mirror_config(name, source, target, topic, **{"transaction.producer": "false"})).start()
     group = f"connect-{name}"
@@ -238,10 +225,9 @@ def test_unreachable_source_fails_with_the_address(target: KafkaEndpoint, mirror
 
 
 def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("toolarge"), unique("toolarge")
-    create_topic(source.bootstrap_servers, topic, 1)
+    name, topic = unique("toolarge"), source_topic("toolarge", 1)
     create_topic(target.bootstrap_servers, topic, 1, {"max.message.bytes": "2000"})
     # Random bytes: compression must not shrink the record under the limit.
     produce(source.bootstrap_servers, topic, [Rec(b"small", b"s" * 10), Rec(b"big", os.urandom(20_000))])

@@ -7,7 +7,8 @@ from pathlib import Path
 import httpx
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import create_topic, produce
+from devkafka.data import produce
+from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
     ChildProcess,
@@ -16,9 +17,9 @@ from tests.integration.harness import (
     WorkerProcess,
     assert_exact_mirror,
     shadow_caught_up,
+    tricky_records,
     wait_until,
 )
-from tests.integration.test_mirror_task import tricky_records
 
 
 def mm2_file(path: Path, source: KafkaEndpoint, target: KafkaEndpoint, topics: str, connector_type: str) -> Path:
@@ -43,10 +44,9 @@ def mm2_file(path: Path, source: KafkaEndpoint, target: KafkaEndpoint, topics: s
 
 
 def test_mm2_file_mirrors_end_to_end(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    topic = unique("mm2")
-    create_topic(source.bootstrap_servers, topic, 3)
+    topic = source_topic("mm2", 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 3000, txn_id=unique("mm2"))
     load.start()
     config = mm2_file(tmp_path / "mm2.properties", source, target, topic, "sink")
@@ -76,10 +76,9 @@ def test_mm2_source_connectors_are_refused_with_what_to_set(
 
 
 def test_workers_sharing_a_config_topic_share_the_work(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    topic, name, config_topic = unique("shared"), unique("shared"), unique("mirror-sink-configs")
-    create_topic(source.bootstrap_servers, topic, 4)
+    topic, name, config_topic = source_topic("shared", 4), unique("shared"), unique("mirror-sink-configs")
     properties = tmp_path / "worker.properties"
     settings = {
         "config.storage": "kafka",

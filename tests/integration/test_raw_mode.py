@@ -17,7 +17,7 @@ from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
 from mirror_sink.raw.batches import HEADER_SIZE
 from mirror_sink.raw.raw_path import SAMPLE_BATCHES
-from tests.integration.conftest import MirrorFactory
+from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     MirrorProcess,
     Unique,
@@ -26,9 +26,9 @@ from tests.integration.harness import (
     compacted_with_gaps,
     mirror_config,
     shadow_caught_up,
+    tricky_records,
     wait_until,
 )
-from tests.integration.test_mirror_task import tricky_records
 
 RAW = {"mirror.mode": "raw"}
 
@@ -96,10 +96,9 @@ def test_a_compacted_source_with_offset_gaps_mirrors_exactly(
 
 
 def test_a_start_inside_a_batch_mirrors_only_the_records_from_there(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic, group = unique("midbatch"), unique("midbatch"), unique("app")
-    create_topic(source.bootstrap_servers, topic, 1)
+    name, topic, group = unique("midbatch"), source_topic("midbatch", 1), unique("app")
     records = [Rec(b"k%d" % i, b"value-%d" % i) for i in range(100)]
     produce(source.bootstrap_servers, topic, records, ProduceSpec(compression="zstd", linger_ms=200))
     assert len(committed_data_batches(source.bootstrap_servers, topic, 0)) == 1, "one batch holds every record"
@@ -215,12 +214,11 @@ def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_s
 
 
 def test_auto_mode_turns_to_record_mode_when_the_source_s_batches_are_tiny(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """Small source transactions leave batches of a record or two (under 100 bytes): after its first batches, auto
     mode goes on in record mode, from the committed offsets, and the mirror stays exact."""
-    name, topic = unique("tiny"), unique("tiny")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, topic = unique("tiny"), source_topic("tiny", 2)
     transactions = [([Rec(b"k", f"{i}".encode(), partition=i % 2)], True) for i in range(SAMPLE_BATCHES + 300)]
     produce_transactions(source.bootstrap_servers, topic, transactions, ProduceSpec(transactional_id=f"{topic}-w"))
     proc = mirror(mirror_config(name, source, target, topic, **{"mirror.mode": "auto"})).start()

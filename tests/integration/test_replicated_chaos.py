@@ -29,26 +29,16 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from devkafka.data import create_topic, end_offsets, read_all
+from devkafka.data import create_topic, end_offsets
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, WireClient
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    LiveReader,
-    MirrorProcess,
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    contents,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness import TransactionalLoad, Unique, mirror_config, wait_until
+from tests.integration.side_by_side import LoadedMirror, SideBySide
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -63,27 +53,6 @@ RESTART_S = 180.0
 PROGRESS = 200
 #: How long a mirror may show nothing new before the test calls it stuck.
 STUCK_S = 150
-
-
-@dataclass
-class _Mirror:
-    mode: str
-    name: str
-    topics: dict[str, int]  # source topic -> partitions
-    process: MirrorProcess
-
-    @property
-    def group(self) -> str:
-        return f"connect-{self.name}"
-
-    @property
-    def partitions(self) -> list[tuple[str, int]]:
-        """The mirror's target partitions."""
-        return [(f"source.{t}", p) for t, parts in self.topics.items() for p in range(parts)]
-
-    @property
-    def first_transactional_id(self) -> str:
-        return f"{self.name}-{self.process.worker_id}-0"
 
 
 def _leaders(cluster: ReplicatedKafkaCluster, topics: list[str]) -> Counter[int]:
@@ -119,7 +88,7 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
 ) -> None:
     source, target = replicated_pair.source, replicated_pair.target
     admin = AdminClient(target.client_config)
-    mirrors: list[_Mirror] = []
+    mirrors: list[LoadedMirror] = []
     loads: list[TransactionalLoad] = []
     for mode in MODES:
         name, prefix = unique(f"replicated-{mode}"), unique(f"replicated-{mode}")
@@ -151,7 +120,7 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
                 "transaction.timeout.ms": "60000",
             },
         )
-        started = _Mirror(mode, name, topics, mirror(config).start())
+        started = LoadedMirror(mode, name, topics, mirror(config).start())
         mirrors.append(started)
         # One mirror at a time: two connectors provisioning at once on a 2-core machine beside six
         # brokers is a start-up race this test is not about.
@@ -162,38 +131,23 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
             f"the {mode} mirror's target topics",
             detail=lambda started=started: started.process.log_tail(40),  # type: ignore[misc]
         )
-    target_partitions = [tp for m in mirrors for tp in m.partitions]
-    target_topics = sorted({t for t, _ in target_partitions})
-    live = LiveReader(target.bootstrap_servers, target_partitions).start()
-    for load in loads:
-        load.start()
+    run = SideBySide(source, target, mirrors, loads).start()
     stalls: list[str] = []
-
-    def moving(what: str) -> None:
-        """Wait until PROGRESS more records are visible on the target, with every mirror alive."""
-        goal = live.count() + PROGRESS
-        wait_until(
-            lambda: live.count() >= goal or any(not m.process.alive() for m in mirrors),
-            STUCK_S,
-            f"{PROGRESS} more records on the target {what}",
-            detail=lambda: "\n".join(m.process.log_tail(30) for m in mirrors),
-        )
-        for m in mirrors:
-            assert m.process.alive(), f"the {m.mode} mirror died {what}:\n{m.process.log_tail()}"
 
     def fault(cluster: ReplicatedKafkaCluster, node_id: int, role: str, *, hard: bool) -> None:
         """Stop ``node_id`` (SIGKILL or SIGTERM), see the mirrors move without it, bring it back."""
         stopped_at = time.monotonic()
         cluster.node(node_id).stop(hard=hard)
-        moving(f"while {cluster.name} broker {node_id} ({role}) is down")
+        run.moving(f"while {cluster.name} broker {node_id} ({role}) is down", PROGRESS, STUCK_S, each=False)
         cluster.node(node_id).start(timeout=RESTART_S)
         cluster.wait_brokers([node_id])
-        moving(f"after {cluster.name} broker {node_id} came back")
-        per_mode = ", ".join(f"{m.mode} {live.stall(m.partitions, stopped_at):.1f} s" for m in mirrors)
-        stalls.append(f"{'SIGKILL' if hard else 'SIGTERM'} {cluster.name} broker {node_id} ({role}): {per_mode}")
+        run.moving(f"after {cluster.name} broker {node_id} came back", PROGRESS, STUCK_S, each=False)
+        stalls.append(
+            f"{'SIGKILL' if hard else 'SIGTERM'} {cluster.name} broker {node_id} ({role}): {run.stalls(stopped_at)}"
+        )
 
     try:
-        moving("at the start")
+        run.moving("at the start", PROGRESS, STUCK_S, each=False)
         all_targets = [t for m in mirrors for t in m.topics]
         leader, _ = _leaders(target, [f"source.{t}" for t in all_targets]).most_common(1)[0]
         fault(target, leader, "leader of most mirrored partitions", hard=True)
@@ -210,36 +164,13 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
             fault(target, int(node.state.node_id), "rolling restart", hard=False)
         source_leader, _ = _leaders(source, all_targets).most_common(1)[0]
         fault(source, source_leader, "leader of most source partitions", hard=False)
-        for load in loads:
-            load.stop()
-        for load in loads:
-            load.join(120)
-        for m in mirrors:
-            for topic in m.topics:
-                wait_until(
-                    lambda m=m, t=topic: shadow_caught_up(source, t, target, f"source.{t}", m.group),  # type: ignore[misc]
-                    STUCK_S,
-                    f"{topic} mirrored to its end ({m.mode} mode)",
-                    detail=lambda m=m: m.process.log_tail(40),  # type: ignore[misc]
-                )
-        total = sum(load.committed for load in loads)
-        live.wait_for(total, 60)
-        time.sleep(1)  # anything extra (a duplicate) would arrive now
+        run.drain(STUCK_S)
     finally:
-        for load in loads:
-            load.stop()  # a failure above leaves no writer, reader or mirror behind for the next test
-        live.stop()
         # A graceful stop finishes the cycle under way: a flush may still be waiting out its 60 s for
         # a restarted broker, and the abort after it is bounded at the transaction timeout + 15 s.
-        codes = {m.mode: m.process.stop(timeout=150) for m in mirrors}
+        codes = run.stop(timeout=150)
     print("visibility stall per fault (first new record of each mirror after the stop):\n  " + "\n  ".join(stalls))
-    assert codes == dict.fromkeys(MODES, 0), {m.mode: m.process.log_tail() for m in mirrors}
-    for m in mirrors:
-        for topic, parts in m.topics.items():
-            expected = read_all(source.bootstrap_servers, topic)
-            for p in range(parts):
-                seen = live.records.get((f"source.{topic}", p), [])
-                assert contents(seen) == contents(expected[p]), f"{m.mode}: live reader saw {topic}-{p} differ"
-            assert_exact_mirror(source, topic, target, f"source.{topic}", m.group)
+    run.check(codes)
+    target_topics = sorted({t for m in mirrors for t, _ in m.partitions})
     assert not _lso_below_hw(target, target_topics), "transactions left open on the target"
     assert len(stalls) == 3 + len(target.nodes) + 1

@@ -17,6 +17,7 @@ from devkafka.data import (
     produce_transactions,
     read_all,
 )
+from tests.integration.conftest import TopicFactory
 
 
 @pytest.mark.parametrize("side", ["source", "target"])
@@ -42,9 +43,10 @@ def test_commit_and_abort_are_isolated(side: str, request: pytest.FixtureRequest
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_compressed_produce_round_trips(source: KafkaEndpoint, unique: Callable[[str], str], codec: str) -> None:
-    topic = unique(f"smoke-{codec}")
-    create_topic(source.bootstrap_servers, topic, partitions=3)
+def test_compressed_produce_round_trips(
+    source: KafkaEndpoint, unique: Callable[[str], str], source_topic: TopicFactory, codec: str
+) -> None:
+    topic = source_topic(f"smoke-{codec}", partitions=3)
     records = [
         Rec(
             b"key-%d" % i,

@@ -17,7 +17,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import Rec, create_topic, produce
+from devkafka.data import Rec, produce
+from tests.integration.conftest import TopicFactory
 from tests.integration.harness import TransactionalLoad, Unique, WorkerProcess, mirror_config
 
 
@@ -39,18 +40,21 @@ def _section(driver: WebDriver, name: str) -> str:
 
 
 def test_status_page_shows_running_lag_and_a_failed_trace(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess, browser: WebDriver
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    worker: WorkerProcess,
+    browser: WebDriver,
 ) -> None:
-    good, topic = unique("page"), unique("page")
-    create_topic(source.bootstrap_servers, topic, 2)
+    good, topic = unique("page"), source_topic("page", 2)
     TransactionalLoad(source.bootstrap_servers, topic, 2, 3000, per_txn=100, txn_id=f"{good}-l").start().join(120)
     client = httpx.Client(base_url=worker.url, timeout=60)
     config = {k: v for k, v in mirror_config(good, source, target, topic).items() if k != "name"}
     assert client.post("/connectors", json={"name": good, "config": config}).status_code == 201
 
     # A connector whose task must fail: a record larger than its target topic accepts.
-    bad, big = unique("pagebad"), unique("pagebig")
-    create_topic(source.bootstrap_servers, big, 1)
+    bad, big = unique("pagebad"), source_topic("pagebig", 1)
     produce(source.bootstrap_servers, big, [Rec(b"k", b"x" * 50_000)])
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
     small = NewTopic(f"source.{big}", 1, -1, config={"max.message.bytes": "2000"})

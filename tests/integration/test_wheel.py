@@ -35,10 +35,25 @@ class WheelMirror(MirrorProcess):
         self.cwd = workdir  # -m puts the working directory first on sys.path: never the checkout
 
 
+def _sources(into: Path) -> Path:
+    """A copy of the checkout's files (tracked, or new and not ignored): setuptools builds in the
+    source tree, and deploy/spark/package.sh may be building in the checkout at the same time."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    ).stdout.split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, into / name)
+    return into
+
+
 def _unpacked_wheel(tmp_path: Path) -> Path:
     dist = tmp_path / "dist"
+    sources = _sources(tmp_path / "sources")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(sources)],
         check=True,
         timeout=600,
         capture_output=True,

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import create_topic, read_all
+from devkafka.data import read_all
+from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
     LiveReader,
@@ -51,10 +52,9 @@ def _spread(worker: WorkerProcess, name: str) -> Counter[str] | None:
 
 
 def test_three_workers_spread_six_tasks_and_survive_a_rolling_restart_exactly_once(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    name, topic = unique("group"), unique("group")
-    create_topic(source.bootstrap_servers, topic, PARTITIONS)
+    name, topic = unique("group"), source_topic("group", PARTITIONS)
     properties = tmp_path / "worker.properties"
     settings = {
         "config.storage": "kafka",

@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import ProduceSpec, Rec, create_topic, end_offsets, produce
+from devkafka.data import ProduceSpec, Rec, end_offsets, produce
+from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
     LiveReader,
@@ -72,10 +73,9 @@ def states(client: httpx.Client, name: str) -> tuple[str, list[str]]:
 
 
 def test_connect_rest_api_end_to_end(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    name, topic = unique("rest"), unique("rest")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, topic = unique("rest"), source_topic("rest", 2)
     produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i, partition=i % 2) for i in range(200)])
     client = httpx.Client(base_url=worker.url, timeout=60)
 
@@ -220,10 +220,9 @@ def test_connect_rest_api_end_to_end(
 
 
 def test_worker_killed_and_restarted_resumes_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    name, topic = unique("kill9"), unique("kill9")
-    create_topic(source.bootstrap_servers, topic, 3)
+    name, topic = unique("kill9"), source_topic("kill9", 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 6000, pause_s=0.1, txn_id=unique("kill9"))
     client = httpx.Client(base_url=worker.url, timeout=60)
     config = connector_config(source, target, topic, **{"tasks.max": "2"})
@@ -255,10 +254,9 @@ def test_worker_killed_and_restarted_resumes_exactly(
 
 
 def test_paused_and_stopped_states_survive_a_restart(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    topic = unique("states")
-    create_topic(source.bootstrap_servers, topic, 1)
+    topic = source_topic("states", 1)
     client = httpx.Client(base_url=worker.url, timeout=60)
     names = {unique("paused"): "PAUSED", unique("stopped"): "STOPPED"}
     for name, initial in names.items():
@@ -275,10 +273,9 @@ def test_paused_and_stopped_states_survive_a_restart(
 
 
 def test_checkpoints_are_visible_per_connector(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    name, topic, group = unique("cprest"), unique("cprest"), unique("cprest-app")
-    create_topic(source.bootstrap_servers, topic, 1)
+    name, topic, group = unique("cprest"), source_topic("cprest", 1), unique("cprest-app")
     produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i) for i in range(50)])
     app = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": group})
     app.commit(offsets=[TopicPartition(topic, 0, 20)], asynchronous=False)

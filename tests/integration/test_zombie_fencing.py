@@ -15,8 +15,8 @@ import time
 import pytest
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import create_topic, read_all
-from tests.integration.conftest import MirrorFactory
+from devkafka.data import read_all
+from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     LiveReader,
     TransactionalLoad,
@@ -36,10 +36,14 @@ SESSION_TIMEOUT_MS = 6000
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_stalled_task_never_commits_after_its_partitions_moved(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
 ) -> None:
-    name, topic = unique("zombie"), unique("zombie")
-    create_topic(source.bootstrap_servers, topic, PARTITIONS)
+    name, topic = unique("zombie"), source_topic("zombie", PARTITIONS)
     load = TransactionalLoad(
         source.bootstrap_servers,
         topic,
