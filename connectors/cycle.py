@@ -23,7 +23,7 @@ from connectors.ownership import Ownership
 from connectors.task_metrics import TaskMetrics
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
-from mirror_sink.core.errors import AbortCycle, SwitchToRecordMode, TaskFailure
+from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
 
@@ -99,6 +99,8 @@ class Cycle:
             except AbortCycle as exc:
                 self.abort_and_rewind(str(exc))
                 continue
+            except SourceOffsetOutOfRange as exc:
+                own.explain_out_of_range(exc)  # raises: the task fails naming every partition and why
             self.counters.records += copied.records
             self.metrics.read(copied.records)
             self._cycle_bytes += copied.bytes
@@ -126,7 +128,10 @@ class Cycle:
         own = self.ownership
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
-            targets = [TopicPartition(*own.reading[source], offset) for source, offset in offsets.items()]
+            targets = [
+                TopicPartition(*own.reading[source], offset, metadata=own.commit_metadata(source))
+                for source, offset in offsets.items()
+            ]
             spans = [
                 SyncSpan(own.reading[source], source.topic, own.committed[source], offset)
                 for source, offset in offsets.items()

@@ -12,12 +12,13 @@ from collections.abc import Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from connectors.source_continuity import StoredOffset, commit_metadata
 from connectors.start_offsets import StartOffsetResolver
 from connectors.takeover_fence import TakeoverFence
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
-from mirror_sink.core.errors import RecoverableTaskFailure
+from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
@@ -44,6 +45,9 @@ class Ownership:
         self.committed: dict[SourcePartition, int] = {}
         #: Start offsets chosen by the fallback that no commit has saved yet.
         self.unsaved_start: set[SourcePartition] = set()
+        #: The id of each source topic read, as it was when its partitions were assigned: committed
+        #: beside every offset, so a topic created again under the same name is known by its new id.
+        self.topic_ids: dict[str, str] = {}
         #: The member's group metadata when ownership was last confirmed: it fences the next commit.
         self.metadata: object = None
         self._callback_error: Exception | None = None
@@ -150,6 +154,17 @@ class Ownership:
         self.log.info("%s %d target partitions", why, len(partitions))
         self._sync_reading()
 
+    def commit_metadata(self, source: SourcePartition) -> str:
+        """What is committed beside the shadow offset of ``source``: its topic's id."""
+        return commit_metadata(self.topic_ids.get(source.topic))
+
+    def explain_out_of_range(self, exc: SourceOffsetOutOfRange) -> None:
+        """A fetch found its offset gone: raise what happened to every partition read (with the
+        topic ids the committed offsets belong to), or ``exc`` itself when the check finds nothing."""
+        stored = {tp: StoredOffset(offset, self.topic_ids.get(tp.topic)) for tp, offset in self.committed.items()}
+        self.resolver.check(stored)
+        raise exc
+
     # -- what to read, and from where -----------------------------------------------------------
     def _sync_reading(self) -> None:
         """Make the source assignment match the owned target partitions that exist on the source."""
@@ -169,6 +184,7 @@ class Ownership:
         if not added:
             return
         starts = self.resolver.resolve({target: source for source, target in added.items()})
+        self.topic_ids.update(starts.topic_ids)
         self.run.path.assign(starts.offsets)
         self.reading.update(added)
         self.committed.update(starts.offsets)

@@ -14,14 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from connectors.source_continuity import StoredOffset, check_continuity, source_topic_ids, stored_topic_id
 from mirror_sink.core import clients
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.retry import retry_call
-from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.core.stable_offsets import read_stable_commits, read_stable_offsets
 
 #: How long a source partition's offsets may stay unreadable (a partition added moments ago).
 _WATERMARK_DEADLINE_S = 30.0
@@ -30,10 +32,12 @@ _SOURCE_GROUP_DEADLINE_S = 60.0
 
 @dataclass(frozen=True)
 class StartOffsets:
-    """Resolved start offsets, and which of them the shadow group does not hold yet."""
+    """Resolved start offsets, which of them the shadow group does not hold yet, and the id of each
+    source topic now (committed beside its offsets from here on)."""
 
     offsets: dict[SourcePartition, int]
     unsaved: frozenset[SourcePartition]
+    topic_ids: dict[str, str]
 
 
 class StartOffsetResolver:
@@ -51,21 +55,45 @@ class StartOffsetResolver:
         self.source = source
         self.client_id = client_id
         self.log = log
+        self._source_admin: AdminClient | None = None
 
     def resolve(self, pairs: Mapping[TargetPartition, SourcePartition]) -> StartOffsets:
-        """The start offset of each source partition in ``pairs`` (keyed by its target partition)."""
-        stored = read_stable_offsets(self.shadow, pairs, give_up_after_s=self.config.transaction_timeout_ms / 1000 + 30)
-        offsets: dict[SourcePartition, int] = {}
+        """The start offset of each source partition in ``pairs`` (keyed by its target partition).
+
+        Raises ``SourceDiscontinuity`` when a stored offset cannot be continued from (its records were
+        deleted, its topic was created again, the source ends before it): never skipped silently.
+        """
+        give_up_s = self.config.transaction_timeout_ms / 1000 + 30
+        commits = read_stable_commits(self.shadow, pairs, give_up_after_s=give_up_s)
+        topic_ids = source_topic_ids(self._admin(), [source.topic for source in pairs.values()])
+        stored: dict[SourcePartition, StoredOffset] = {}
         missing: list[SourcePartition] = []
         for target, source in pairs.items():
-            offset = stored.get(target)
-            if offset is None:
+            commit = commits.get(target)
+            if commit is None:
                 missing.append(source)
             else:
-                offsets[source] = offset
+                stored[source] = StoredOffset(commit.offset, stored_topic_id(commit.metadata))
+        self.check(stored, topic_ids)
+        offsets = {source: held.offset for source, held in stored.items()}
         if missing:
             offsets.update(self._fallback(missing))
-        return StartOffsets(offsets, frozenset(missing))
+        return StartOffsets(offsets, frozenset(missing), topic_ids)
+
+    def check(self, stored: Mapping[SourcePartition, StoredOffset], topic_ids: Mapping[str, str] | None = None) -> None:
+        """Raise ``SourceDiscontinuity`` naming every partition of ``stored`` that cannot be continued
+        from (``topic_ids``: the topics' ids now, read when not given)."""
+        if not stored:
+            return
+        if topic_ids is None:
+            topic_ids = source_topic_ids(self._admin(), [tp.topic for tp in stored])
+        watermarks = {tp: self.watermarks(tp) for tp in stored}
+        check_continuity(stored, watermarks, topic_ids, self.config.shadow_group_id)
+
+    def _admin(self) -> AdminClient:
+        if self._source_admin is None:
+            self._source_admin = clients.admin(self.config.source_admin(), f"{self.client_id}-topic-ids")
+        return self._source_admin
 
     def _fallback(self, partitions: list[SourcePartition]) -> dict[SourcePartition, int]:
         fallback = self.config.offset_fallback

@@ -16,11 +16,14 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import Message, NewTopic
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
+
+from connectors.source_continuity import kafka_uuid
 
 log = logging.getLogger(__name__)
 # librdkafka logs of these helper clients go through logging instead of raw stderr.
@@ -93,6 +96,42 @@ def create_topic(
     deadline = time.monotonic() + timeout
     wait_for_partitions(admin, topic, partitions, timeout)
     wait_until_served(bootstrap, topic, partitions, max(deadline - time.monotonic(), 1.0))
+
+
+def delete_records(bootstrap: Address, topic: str, before: Mapping[int, int], timeout: float = 30.0) -> None:
+    """Delete the records of ``topic`` below ``before[partition]`` (DeleteRecords, as retention would)."""
+    admin = AdminClient(_conf(bootstrap))
+    futures = admin.delete_records([TopicPartition(topic, p, offset) for p, offset in before.items()])
+    for future in futures.values():
+        future.result(timeout)
+
+
+def topic_id(bootstrap: Address, topic: str, timeout: float = 30.0) -> str:
+    """The topic's id, in Kafka's base64 form."""
+    admin = AdminClient(_conf(bootstrap))
+    return kafka_uuid(admin.describe_topics(TopicCollection([topic]))[topic].result(timeout).topic_id)
+
+
+def recreate_topic(bootstrap: Address, topic: str, partitions: int, timeout: float = 60.0) -> str:
+    """Delete ``topic`` and create it again under the same name (a new topic id, offsets from 0);
+    returns the new id. Creation is retried while the broker still finishes the deletion."""
+    old = topic_id(bootstrap, topic)
+    admin = AdminClient(_conf(bootstrap))
+    admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout)
+    for attempt in Retrying(
+        retry=retry_if_exception(
+            lambda e: isinstance(e, KafkaException) and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+        ),
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(0.5),
+        reraise=True,
+    ):
+        with attempt:
+            create_topic(bootstrap, topic, partitions)
+    new = topic_id(bootstrap, topic)
+    if new == old:
+        raise AssertionError(f"topic {topic!r} kept its id {old} through deletion")
+    return new
 
 
 def wait_for_partitions(admin: AdminClient, topic: str, partitions: int, timeout: float = 30.0) -> None:
@@ -232,17 +271,23 @@ _PASSING = {
 }
 
 
+def retrying_passing_errors(seconds: float = 30.0) -> Retrying:
+    """A tenacity ``Retrying`` that asks again for ``seconds`` while a call fails with a passing error
+    (a partition or leader not known yet, a transport hiccup, a timeout on a loaded machine)."""
+    return Retrying(
+        retry=retry_if_exception(lambda e: isinstance(e, KafkaException) and e.args[0].code() in _PASSING),
+        stop=stop_after_delay(seconds),
+        wait=wait_fixed(0.5),
+        reraise=True,
+    )
+
+
 def end_offsets(bootstrap: Address, topic: str, *, isolation: str = "read_committed") -> dict[int, int]:
     """High watermark (read_uncommitted) or last stable offset (read_committed) of each partition; asked
     again for 30 s while the answer is a passing error (seen in CI: "Unknown partition" under load)."""
     consumer = Consumer(_conf(bootstrap, **{"group.id": "mirror-sink-inspect", "isolation.level": isolation}))
     try:
-        for attempt in Retrying(
-            retry=retry_if_exception(lambda e: isinstance(e, KafkaException) and e.args[0].code() in _PASSING),
-            stop=stop_after_delay(30),
-            wait=wait_fixed(0.5),
-            reraise=True,
-        ):
+        for attempt in retrying_passing_errors():
             with attempt:
                 md = consumer.list_topics(topic, timeout=30).topics[topic]
                 return {

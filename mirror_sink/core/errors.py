@@ -45,3 +45,14 @@ class AbortCycle(Exception):
 
 class Retriable(Exception):
     """Try again after a backoff (``mirror_sink.core.retry``); past the deadline it is raised as it is."""
+
+
+class SourceOffsetOutOfRange(TaskFailure):
+    """The source no longer has the offset a data path asked for: deleted by retention or
+    DeleteRecords, a topic deleted and created again, a log truncated. Never skipped: the task checks
+    what happened to every partition it reads and fails naming each (``connectors.source_continuity``)."""
+
+    def __init__(self, topic: str, partition: int, offset: int | None, detail: str) -> None:
+        at = f"offset {offset}" if offset is not None else "the next offset to mirror"
+        super().__init__(f"source partition {topic}-{partition}: {at} is no longer on the source: {detail}")
+        self.topic, self.partition, self.offset = topic, partition, offset

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -42,6 +42,13 @@ _RETRIABLE = frozenset(
 )
 
 
+class Committed(NamedTuple):
+    """A committed offset and the metadata string committed with it."""
+
+    offset: int
+    metadata: str
+
+
 def read_stable_offsets(
     consumer: Consumer,
     partitions: Iterable[P],
@@ -55,11 +62,25 @@ def read_stable_offsets(
     timeouts with backoff for up to ``give_up_after_s`` (set it above the transaction timeout, after
     which the broker aborts a pending transaction), then raises a task failure naming the partitions.
     """
+    commits = read_stable_commits(
+        consumer, partitions, give_up_after_s=give_up_after_s, request_timeout_s=request_timeout_s
+    )
+    return {key: None if commit is None else commit.offset for key, commit in commits.items()}
+
+
+def read_stable_commits(
+    consumer: Consumer,
+    partitions: Iterable[P],
+    *,
+    give_up_after_s: float,
+    request_timeout_s: float = 10.0,
+) -> dict[P, Committed | None]:
+    """As ``read_stable_offsets``, with the metadata committed beside each offset."""
     wanted = {(key[0], key[1]): key for key in sorted(set(partitions))}
     if not wanted:
         return {}
 
-    def attempt() -> dict[P, int | None]:
+    def attempt() -> dict[P, Committed | None]:
         try:
             result = consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=request_timeout_s)
         except KafkaException as exc:
@@ -67,13 +88,14 @@ def read_stable_offsets(
             if err.code() not in _RETRIABLE:
                 raise TaskFailure(f"cannot read committed offsets of {_fmt(wanted)}: {err.str()}") from exc
             raise Retriable(err.str()) from exc
-        out: dict[P, int | None] = {}
+        out: dict[P, Committed | None] = {}
         for tp in result:
             if tp.error is not None:
                 if tp.error.code() not in _RETRIABLE:
                     raise TaskFailure(f"cannot read committed offset of {tp.topic}-{tp.partition}: {tp.error.str()}")
                 raise Retriable(f"{tp.topic}-{tp.partition}: {tp.error.str()}")
-            out[wanted[(tp.topic, tp.partition)]] = tp.offset if tp.offset >= 0 else None
+            key = wanted[(tp.topic, tp.partition)]
+            out[key] = Committed(tp.offset, tp.metadata or "") if tp.offset >= 0 else None
         return out
 
     try:

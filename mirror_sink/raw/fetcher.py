@@ -28,7 +28,7 @@ from kafka.future import Future
 from kafka.protocol.consumer import FetchRequest
 
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.errors import SourceOffsetOutOfRange, TaskFailure
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw import receive
 from mirror_sink.raw.batches import (
@@ -350,9 +350,7 @@ class RawFetcher:
         """Queue one partition's data; the response's frame when views of it were queued, else None."""
         where = f"source partition {tp}"
         if pd.error_code == KafkaErrorCode.OFFSET_OUT_OF_RANGE:
-            raise TaskFailure(
-                f"{where}: offset {part.position} no longer exists (deleted by retention before it was mirrored?)"
-            )
+            raise SourceOffsetOutOfRange(tp.topic, tp.partition, part.position, "OFFSET_OUT_OF_RANGE")
         if pd.error_code in _FETCH_AGAIN:
             log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
             self.wire.refresh_metadata()

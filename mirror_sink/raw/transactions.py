@@ -41,6 +41,13 @@ _FIRST_DELAY_S = 0.005
 _MAX_DELAY_S = 0.5
 
 
+def _as_librdkafka_writes(metadata: str | None) -> str:
+    """Offset metadata with the NUL confluent-kafka writes after every metadata string (its length
+    + 1). confluent-kafka reads metadata back as a C string: one committed here without the NUL was
+    read past its end, into heap bytes that were not UTF-8, and the task failed on the decode."""
+    return f"{metadata}\0" if metadata else ""
+
+
 def parse_group_metadata(metadata: bytes) -> tuple[int, str, str | None]:
     """(generation, member id, group instance id) from librdkafka's consumer_group_metadata().
 
@@ -174,7 +181,7 @@ class TransactionClient:
                     partition_index=tp.partition,
                     committed_offset=tp.offset,
                     committed_leader_epoch=-1,
-                    committed_metadata="",
+                    committed_metadata=_as_librdkafka_writes(tp.metadata),
                 )
             )
         self._request(

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from mirror_sink.core.data_path import Committer, Copied
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.errors import SourceOffsetOutOfRange, TaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -121,10 +121,7 @@ class RecordPath:
             return False
         where = f"{msg.topic()}-{msg.partition()}"
         if err.code() == KafkaError._AUTO_OFFSET_RESET:
-            raise TaskFailure(
-                f"source partition {where}: the next offset to mirror no longer exists (deleted by retention "
-                f"before it was mirrored?): {err.str()}"
-            )
+            raise SourceOffsetOutOfRange(msg.topic() or "", msg.partition() or 0, None, err.str())
         if err.fatal() or err.code() in (
             KafkaError.TOPIC_AUTHORIZATION_FAILED,
             KafkaError.GROUP_AUTHORIZATION_FAILED,

@@ -22,13 +22,14 @@ from confluent_kafka import Consumer, TopicPartition
 
 from connectors.data_paths import open_data_path
 from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.source_continuity import SourceDiscontinuity, commit_metadata, source_topic_ids, stored_topic_id
 from mirror_sink.core import clients
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.core.stable_offsets import read_stable_commits
 
 #: Fault injection for tests: when this env var names an existing file, the copier deletes the file
 #: and fails once between producing a range and committing it (a crash at the worst moment).
@@ -71,7 +72,15 @@ def copy_range(config: MirrorSinkConfig, topic: str, partition: int, start: int,
         committer.start()  # fences the previous holder of this partition and aborts its open transaction
         target = TargetPartition(target_topic, partition)
         timeout_s = config.transaction_timeout_ms / 1000
-        committed = read_stable_offsets(shadow, [target], give_up_after_s=timeout_s + 30)[target]
+        commit = read_stable_commits(shadow, [target], give_up_after_s=timeout_s + 30)[target]
+        committed = None if commit is None else commit.offset
+        topic_id = source_topic_ids(clients.admin(config.source_admin(), f"{slot}-topic-ids"), [topic]).get(topic)
+        held_id = None if commit is None else stored_topic_id(commit.metadata)
+        if held_id and topic_id and held_id != topic_id:
+            raise SourceDiscontinuity(
+                f"source topic {topic} was deleted and created again since the range was planned: the shadow "
+                f"group holds offset {committed} of topic id {held_id}, the topic now has id {topic_id}"
+            )
         if committed is not None and committed >= end:
             context.info("[%d, %d): already mirrored (shadow group at %d); skipped", start, end, committed)
             return RangeResult(topic, partition, 0, True, mode)
@@ -83,7 +92,16 @@ def copy_range(config: MirrorSinkConfig, topic: str, partition: int, start: int,
             )
         begin = start if committed is None else committed
         try:
-            copied = _copy(config, path, SourcePartition(topic, partition), target, begin=begin, end=end, shadow=shadow)
+            copied = _copy(
+                config,
+                path,
+                SourcePartition(topic, partition),
+                target,
+                begin=begin,
+                end=end,
+                shadow=shadow,
+                metadata=commit_metadata(topic_id),
+            )
         except BaseException:
             if committer.open:
                 committer.abort()
@@ -106,10 +124,11 @@ def _copy(
     begin: int,
     end: int,
     shadow: Consumer,
+    metadata: str,
 ) -> int:
     """Copy [begin, end) in transactions bounded like the worker's (time and bytes), each committing
     how far it got, so a large range makes progress that a retry keeps."""
-    metadata = shadow.consumer_group_metadata()
+    group_metadata = shadow.consumer_group_metadata()
     interval_s = config.transaction_interval_ms / 1000
     stall_limit_s = config.transaction_timeout_ms / 1000
     target_of = {source.topic: target.topic}
@@ -134,8 +153,8 @@ def _copy(
             _maybe_inject_fault()
         if position > done or path.committer.open:
             spans = [SyncSpan(target, source.topic, done, position)] if syncs and position > done else []
-            offsets = [TopicPartition(target.topic, target.partition, position)]
-            path.committer.commit(offsets, shadow, metadata, spans)
+            offsets = [TopicPartition(target.topic, target.partition, position, metadata=metadata)]
+            path.committer.commit(offsets, shadow, group_metadata, spans)
         done = position
     return copied
 

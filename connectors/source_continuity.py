@@ -1,0 +1,120 @@
+"""Never skip silently: the offsets the shadow group holds, checked against the source they came from.
+
+A stored offset says "everything before this was mirrored". Three things break that promise, and
+each is named here, for every affected partition at once, instead of being crossed:
+
+- **records deleted before they were mirrored** (retention, DeleteRecords): the stored offset lies
+  below the partition's log start. The message gives the first missing offset and the first one
+  still there;
+- **a topic deleted and created again under the same name**: a new topic id. The id is kept with
+  every offset the mirror commits (its commit metadata, ``source-topic-id=...``), so a recreation is
+  seen whether the new topic is smaller than before or has already grown past the stored offset
+  (the case where offsets alone would fit and the new topic's first records would be lost);
+- **a source that ends before the stored offset** without an id to compare (offsets stored before
+  ids were, or a log truncated after an unclean leader election).
+
+The checks run where mirroring of a partition starts (``StartOffsetResolver``, for the worker's
+tasks and the Spark planner alike) and when a running task's fetch finds its offset gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException, TopicCollection, Uuid
+from confluent_kafka.admin import AdminClient
+
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.partitions import SourcePartition
+
+_METADATA_PREFIX = "source-topic-id="
+
+
+def commit_metadata(topic_id: str | None) -> str:
+    """The metadata committed beside a shadow offset: the source topic's id ("" when unknown)."""
+    return f"{_METADATA_PREFIX}{topic_id}" if topic_id else ""
+
+
+def stored_topic_id(metadata: str) -> str | None:
+    """The source topic id a shadow offset was committed for (None: committed without one)."""
+    if not metadata.startswith(_METADATA_PREFIX):
+        return None
+    return metadata[len(_METADATA_PREFIX) :].rstrip("\0") or None
+
+
+def kafka_uuid(uuid: Uuid) -> str:
+    """A topic id as Kafka prints it (``kafka-topics --describe``): URL-safe base64, no padding."""
+    return str(uuid).rstrip("=").replace("+", "-").replace("/", "_")
+
+
+def source_topic_ids(admin: AdminClient, topics: list[str], timeout_s: float = 30.0) -> dict[str, str]:
+    """The current topic id of each of ``topics`` that exists on the source (Kafka's base64 form)."""
+    if not topics:
+        return {}
+    ids: dict[str, str] = {}
+    for topic, future in admin.describe_topics(TopicCollection(sorted(set(topics)))).items():
+        try:
+            ids[topic] = kafka_uuid(future.result(timeout_s).topic_id)
+        except KafkaException:
+            continue  # gone for now (deleted, or not visible): nothing to compare
+    return ids
+
+
+@dataclass(frozen=True)
+class StoredOffset:
+    """What the shadow group holds for one source partition."""
+
+    offset: int
+    topic_id: str | None
+
+
+class SourceDiscontinuity(TaskFailure):
+    """Mirroring cannot go on without skipping records: the message names every partition and why."""
+
+
+def check_continuity(
+    stored: Mapping[SourcePartition, StoredOffset],
+    watermarks: Mapping[SourcePartition, tuple[int, int]],
+    topic_ids: Mapping[str, str],
+    group: str,
+) -> None:
+    """Raise ``SourceDiscontinuity`` when any stored offset can no longer be continued from.
+
+    ``watermarks`` hold each partition's log start and last stable offset now; ``topic_ids`` each
+    topic's id now.
+    """
+    recreated: dict[str, list[str]] = {}
+    gone: list[str] = []
+    beyond: list[str] = []
+    for tp, held in sorted(stored.items()):
+        now_id = topic_ids.get(tp.topic)
+        low, high = watermarks[tp]
+        if held.topic_id and now_id and held.topic_id != now_id:
+            recreated.setdefault(tp.topic, []).append(f"{tp} at {held.offset} (the topic now holds {low}..{high})")
+        elif held.offset < low:
+            gone.append(f"{tp}: first missing {held.offset}, first still there {low} ({low - held.offset} records)")
+        elif held.offset > high:
+            beyond.append(f"{tp}: mirrored up to {held.offset}, the source ends at {high}")
+    problems = []
+    for topic, where in recreated.items():
+        old_id = next(s.topic_id for tp, s in stored.items() if tp.topic == topic and s.topic_id)
+        problems.append(
+            f"source topic {topic} was deleted and created again: the shadow group {group} holds offsets of "
+            f"topic id {old_id}, the topic now has id {topic_ids[topic]} ({'; '.join(where)}). None of the new "
+            "topic's records were mirrored"
+        )
+    if gone:
+        problems.append(
+            "source records were deleted before they were mirrored (retention or DeleteRecords): " + "; ".join(gone)
+        )
+    if beyond:
+        problems.append(
+            "the source ends before what was mirrored (a topic created again under the same name before its id "
+            "was stored, or a log truncated after an unclean leader election): " + "; ".join(beyond)
+        )
+    if problems:
+        raise SourceDiscontinuity(
+            ". ".join(problems) + ". Nothing was skipped: the mirror stops rather than cross the gap "
+            "(docs/troubleshooting.md says what to do)"
+        )

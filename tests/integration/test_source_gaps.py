@@ -1,0 +1,156 @@
+"""Never skip silently: source records deleted before they were mirrored, and a source topic deleted
+and created again, stop the mirror (both modes) with every affected partition named, before the next
+retry, and nothing after the gap is committed."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import Rec, committed_offsets, delete_records, produce, read_all, recreate_topic, topic_id
+from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.harness import MirrorProcess, Unique, mirror_config, shadow_caught_up, wait_until
+
+MODES = ("raw", "record")
+#: How soon a stopped mirror must say so: before the next retry, not after a minute.
+FAILS_WITHIN_S = 60
+
+
+def _records(partitions: int, per_partition: int, start: int = 0) -> list[Rec]:
+    now = int(time.time() * 1000) - partitions * per_partition
+    return [
+        Rec(f"k{i}".encode(), f"v{start + i}".encode(), (), now + i, i % partitions)
+        for i in range(partitions * per_partition)
+    ]
+
+
+def _mirrored_then_stopped(
+    mirror: MirrorFactory, config: dict[str, str], source: KafkaEndpoint, target: KafkaEndpoint, topic: str
+) -> MirrorProcess:
+    """Start the mirror, wait until it has copied ``topic`` to its end, stop it gracefully."""
+    proc = mirror(config).start()
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{config['name']}"),
+        90,
+        "the first records mirrored",
+        detail=proc.log_tail,
+    )
+    assert proc.stop() == 0, proc.log_tail()
+    return proc
+
+
+def _fails_within(proc: MirrorProcess, seconds: float) -> float:
+    """Seconds until the mirror exited with 1 (a task FAILED)."""
+    started = time.monotonic()
+    assert proc.wait(seconds) == 1, proc.log_tail()
+    return time.monotonic() - started
+
+
+def _nothing_more(source: KafkaEndpoint, target: KafkaEndpoint, topic: str, name: str, held: dict[int, int]) -> None:
+    """The target and the shadow group hold exactly what they held before the gap."""
+    target_topic = f"source.{topic}"
+    stored = committed_offsets(target.bootstrap_servers, f"connect-{name}", [(target_topic, p) for p in held])
+    assert stored == {(target_topic, p): offset for p, offset in held.items()}, "the shadow group moved past the gap"
+    mirrored = read_all(target.bootstrap_servers, target_topic)
+    assert {p: len(records) for p, records in mirrored.items()} == held, "records after the gap were mirrored"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_records_deleted_while_the_mirror_was_stopped_fail_it_naming_each_partition(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+) -> None:
+    name, topic = unique(f"gone-{mode}"), source_topic(f"gone-{mode}", 3)
+    produce(source.bootstrap_servers, topic, _records(3, 100))
+    config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
+    proc = _mirrored_then_stopped(mirror, config, source, target, topic)
+    produce(source.bootstrap_servers, topic, _records(3, 100, start=300))
+    # Partitions 0 and 2 lose offsets 100..149 before the mirror sees them; partition 1 loses nothing.
+    delete_records(source.bootstrap_servers, topic, {0: 150, 2: 150})
+
+    took = _fails_within(proc.start(), FAILS_WITHIN_S)
+    log = proc.log_text()
+    assert "source records were deleted before they were mirrored" in log, proc.log_tail()
+    for p in (0, 2):
+        assert f"{topic}-{p}: first missing 100, first still there 150 (50 records)" in log, proc.log_tail()
+    assert f"{topic}-1: first missing" not in log
+    _nothing_more(source, target, topic, name, {0: 100, 1: 100, 2: 100})
+    print(f"{mode}: failed {took:.1f} s after the start")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_records_deleted_under_a_running_mirror_fail_it_the_same_way(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+) -> None:
+    name, topic = unique(f"gone-live-{mode}"), source_topic(f"gone-live-{mode}", 2)
+    produce(source.bootstrap_servers, topic, _records(2, 100))
+    # A session long enough that the pause below never costs the task its partitions: the fetch, not
+    # a new assignment, must be what finds the gap.
+    config = mirror_config(
+        name, source, target, topic, **{"mirror.mode": mode, "target.cluster.consumer.session.timeout.ms": "30000"}
+    )
+    proc = mirror(config).start()
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        90,
+        "the first records mirrored",
+        detail=proc.log_tail,
+    )
+    # Frozen long enough for every fetch in flight to come back empty; then records arrive and are
+    # deleted (retention overtaking a slow mirror, in a few seconds) before the mirror reads on.
+    proc.signal(signal.SIGSTOP)
+    try:
+        time.sleep(1.5)
+        produce(source.bootstrap_servers, topic, _records(2, 100, start=200))
+        delete_records(source.bootstrap_servers, topic, {0: 180, 1: 120})
+    finally:
+        proc.signal(signal.SIGCONT)
+    _fails_within(proc, FAILS_WITHIN_S)
+    log = proc.log_text()
+    assert "source records were deleted before they were mirrored" in log, proc.log_tail()
+    assert f"{topic}-0: first missing 100, first still there 180 (80 records)" in log, proc.log_tail()
+    assert f"{topic}-1: first missing 100, first still there 120 (20 records)" in log, proc.log_tail()
+    _nothing_more(source, target, topic, name, {0: 100, 1: 100})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("grown", [True, False], ids=["grown-past-the-stored-offset", "smaller"])
+def test_a_source_topic_created_again_fails_the_mirror_naming_both_ids(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+    grown: bool,
+) -> None:
+    name, topic = unique(f"again-{mode}"), source_topic(f"again-{mode}", 2)
+    produce(source.bootstrap_servers, topic, _records(2, 100))
+    old_id = topic_id(source.bootstrap_servers, topic)
+    config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
+    proc = _mirrored_then_stopped(mirror, config, source, target, topic)
+    new_id = recreate_topic(source.bootstrap_servers, topic, 2)
+    # Grown past the stored offset (100): offsets alone would fit, and the new topic's first 100
+    # records per partition would never be mirrored. Smaller: the stored offset is past its end.
+    produce(source.bootstrap_servers, topic, _records(2, 150 if grown else 20, start=1000))
+
+    _fails_within(proc.start(), FAILS_WITHIN_S)
+    log = proc.log_text()
+    assert f"source topic {topic} was deleted and created again" in log, proc.log_tail()
+    assert f"topic id {old_id}" in log and f"now has id {new_id}" in log, proc.log_tail()
+    end = 150 if grown else 20
+    for p in (0, 1):
+        assert f"{topic}-{p} at 100 (the topic now holds 0..{end})" in log, proc.log_tail()
+    _nothing_more(source, target, topic, name, {0: 100, 1: 100})

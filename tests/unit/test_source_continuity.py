@@ -1,0 +1,76 @@
+"""Stored shadow offsets checked against the source: every gap named, none crossed (pure logic)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Uuid
+
+from connectors.source_continuity import (
+    SourceDiscontinuity,
+    StoredOffset,
+    check_continuity,
+    commit_metadata,
+    kafka_uuid,
+    stored_topic_id,
+)
+from mirror_sink.core.partitions import SourcePartition
+
+OLD, NEW = "AAAAAAdbzRUAAAAAOt5osQ", "BBBBBAdbzRUAAAAAOt5osQ"
+
+
+def test_the_topic_id_round_trips_through_the_commit_metadata() -> None:
+    assert stored_topic_id(commit_metadata(OLD)) == OLD
+    assert commit_metadata(None) == ""
+    assert stored_topic_id("") is None
+    assert stored_topic_id("written by another tool") is None
+
+
+def test_offsets_the_source_still_has_pass() -> None:
+    orders = [SourcePartition("orders", p) for p in range(2)]
+    check_continuity(
+        {orders[0]: StoredOffset(10, OLD), orders[1]: StoredOffset(0, None)},
+        {orders[0]: (0, 10), orders[1]: (0, 0)},
+        {"orders": OLD},
+        "connect-m",
+    )
+
+
+def test_records_deleted_before_they_were_mirrored_are_named_for_every_partition() -> None:
+    a, b, c = SourcePartition("orders", 0), SourcePartition("orders", 1), SourcePartition("pay", 0)
+    with pytest.raises(SourceDiscontinuity) as caught:
+        check_continuity(
+            {a: StoredOffset(100, OLD), b: StoredOffset(5, OLD), c: StoredOffset(7, None)},
+            {a: (250, 400), b: (0, 9), c: (40, 41)},
+            {"orders": OLD, "pay": NEW},
+            "connect-m",
+        )
+    message = str(caught.value)
+    assert "orders-0: first missing 100, first still there 250 (150 records)" in message
+    assert "pay-0: first missing 7, first still there 40 (33 records)" in message
+    assert "orders-1" not in message
+    assert "Nothing was skipped" in message
+
+
+def test_a_topic_created_again_is_known_by_its_id_even_when_the_offsets_would_fit() -> None:
+    # The new topic has grown past the stored offset: offsets alone would let the mirror go on and
+    # never copy the new topic's first 2,102 records.
+    tp = SourcePartition("orders", 0)
+    with pytest.raises(SourceDiscontinuity) as caught:
+        check_continuity({tp: StoredOffset(2102, OLD)}, {tp: (0, 4836)}, {"orders": NEW}, "connect-m")
+    message = str(caught.value)
+    assert "source topic orders was deleted and created again" in message
+    assert f"topic id {OLD}" in message and f"now has id {NEW}" in message
+    assert "orders-0 at 2102 (the topic now holds 0..4836)" in message
+    assert "connect-m" in message
+
+
+def test_a_source_that_ends_before_the_stored_offset_is_named_without_ids() -> None:
+    tp = SourcePartition("orders", 3)
+    with pytest.raises(SourceDiscontinuity, match=r"orders-3: mirrored up to 2102, the source ends at 500"):
+        check_continuity({tp: StoredOffset(2102, None)}, {tp: (0, 500)}, {"orders": NEW}, "connect-m")
+
+
+def test_topic_ids_are_written_as_kafka_prints_them() -> None:
+    # Kafka's Uuid.toString: URL-safe base64 without padding (kafka-topics --describe shows the same).
+    assert kafka_uuid(Uuid(-1, -5)) == "____________________-w"
+    assert kafka_uuid(Uuid(123456789, 987654321)) == "AAAAAAdbzRUAAAAAOt5osQ"
