@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
 from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.required_acls import RequiredAcl, required_acls
 from devkafka.cluster import LocalKafkaCluster
+from devkafka.data import retrying_passing_errors
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
 from tests.integration.harness import FAST_SETTINGS
@@ -49,24 +50,41 @@ def _admin(cluster: LocalKafkaCluster) -> AdminClient:
     return AdminClient(cluster.client_config)
 
 
-def grant(pair: DevClusters, acls: Iterable[RequiredAcl], principal: str = PRINCIPAL) -> None:
-    """Create ``acls`` for ``principal`` on the cluster each names (as the super user)."""
-    for name, cluster in pair.clusters.items():
-        bindings = [_binding(a, principal) for a in acls if a.cluster == name]
-        if bindings:
+def create_bindings(cluster: LocalKafkaCluster, bindings: list[AclBinding]) -> None:
+    """Create ``bindings`` on ``cluster`` as the super user.
+
+    Asked again on a passing error: on a loaded CI machine CreateAcls once answered "Failed while
+    waiting for controller" (_TIMED_OUT). Creating an ACL that exists is a no-op, so a retry is safe."""
+    for attempt in retrying_passing_errors(60):
+        with attempt:
             admin = _admin(cluster)  # held until the futures complete: destroying it fails them
             for future in admin.create_acls(bindings, request_timeout=30).values():
                 future.result()
 
 
-def revoke(pair: DevClusters, acls: Iterable[RequiredAcl], principal: str = PRINCIPAL) -> None:
-    """Delete ``acls`` of ``principal``."""
-    for name, cluster in pair.clusters.items():
-        filters = [_filter(a, principal) for a in acls if a.cluster == name]
-        if filters:
+def delete_bindings(cluster: LocalKafkaCluster, filters: list[AclBindingFilter]) -> None:
+    """Delete what ``filters`` match on ``cluster``; asked again on a passing error (deleting twice is a no-op)."""
+    for attempt in retrying_passing_errors(60):
+        with attempt:
             admin = _admin(cluster)
             for future in admin.delete_acls(filters, request_timeout=30).values():
                 future.result()
+
+
+def grant(pair: DevClusters, acls: Iterable[RequiredAcl], principal: str = PRINCIPAL) -> None:
+    """Create ``acls`` for ``principal`` on the cluster each names."""
+    wanted = list(acls)
+    for name, cluster in pair.clusters.items():
+        if bindings := [_binding(a, principal) for a in wanted if a.cluster == name]:
+            create_bindings(cluster, bindings)
+
+
+def revoke(pair: DevClusters, acls: Iterable[RequiredAcl], principal: str = PRINCIPAL) -> None:
+    """Delete ``acls`` of ``principal``."""
+    wanted = list(acls)
+    for name, cluster in pair.clusters.items():
+        if filters := [_filter(a, principal) for a in wanted if a.cluster == name]:
+            delete_bindings(cluster, filters)
 
 
 def client_settings(cluster: LocalKafkaCluster, prefix: str, how: str = "sasl", **extra: str) -> dict[str, str]:

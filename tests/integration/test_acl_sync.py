@@ -24,7 +24,7 @@ from devkafka.data import Rec, create_topic, produce
 from devkafka.pair import DevClusters
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import mirror_config, shadow_caught_up, wait_until
-from tests.integration.secured import acls_for, grant, revoke, secured_config
+from tests.integration.secured import acls_for, create_bindings, grant, revoke, secured_config
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -42,12 +42,6 @@ def _acl(
     pattern: ResourcePatternType = LITERAL,
 ) -> AclBinding:
     return AclBinding(ResourceType.TOPIC, topic, pattern, principal, "*", op, permission)
-
-
-def _create_acls(cluster: LocalKafkaCluster, bindings: list[AclBinding]) -> None:
-    admin = AdminClient(cluster.client_config)  # held until the futures complete: destroying it fails them
-    for future in admin.create_acls(bindings, request_timeout=30).values():
-        future.result()
 
 
 def _topic_acls(cluster: LocalKafkaCluster, topic: str) -> set[Entry]:
@@ -72,7 +66,7 @@ def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
     )
     _start_topic(secured_pair, topic)
     create_topic(secured_pair.source.client_config, other, 1)
-    _create_acls(
+    create_bindings(
         secured_pair.source,
         [
             _acl(topic, alice, Op.READ),
@@ -103,7 +97,7 @@ def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
     )
     assert process.alive(), process.log_tail()
     # A later source ACL arrives at the next interval, without a restart.
-    _create_acls(secured_pair.source, [_acl(topic, frank, Op.DESCRIBE)])
+    create_bindings(secured_pair.source, [_acl(topic, frank, Op.DESCRIBE)])
     wait_until(
         lambda: (frank, Op.DESCRIBE, ALLOW) in synced(),
         20,
