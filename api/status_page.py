@@ -6,6 +6,7 @@ seconds; the throughput chart is the difference of successive record counts, dra
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -30,6 +31,8 @@ _PAGE = """<!doctype html>
   .PAUSED, .STOPPED, .UNASSIGNED, .RESTARTING { color: #9a6700; font-weight: 600; }
   pre.trace { background: #fff4f4; border-left: 3px solid #c0262d; padding: .5em; max-height: 14em; overflow: auto;
               white-space: pre-wrap; max-width: 70em; }
+  .cause { color: #c0262d; font-weight: 600; margin: .3em 0; white-space: pre-wrap; max-width: 70em; }
+  details > summary { cursor: pointer; color: #777; }
   .muted { color: #777; }
   svg { background: #fafafa; border: 1px solid #eee; }
 </style>
@@ -57,6 +60,16 @@ function chart(points) {
     '<svg width="' + w + '" height="' + h + '"><polyline fill="none" stroke="#2f6fbf" stroke-width="2" points="' +
     xy.map(p => p[0].toFixed(1) + ',' + p[1].toFixed(1)).join(' ') + '"/></svg>';
 }
+// The failure's own words first; Python's traceback folded below them.
+// A traceback the reader unfolded stays unfolded across refreshes (``key`` names it).
+function failure(cause, trace, kind, key) {
+  let html = '<div class="cause ' + kind + '-cause">' + esc(cause) + '</div>';
+  if (trace && trace !== cause) {
+    html += '<details data-key="' + esc(key) + '"><summary>traceback</summary><pre class="trace ' + kind +
+      '-trace">' + esc(trace) + '</pre></details>';
+  }
+  return html;
+}
 function render(state) {
   document.getElementById("worker").textContent = state.worker;
   document.getElementById("updated").textContent = new Date().toLocaleTimeString();
@@ -66,12 +79,13 @@ function render(state) {
     const pts = history[c.name] = (history[c.name] || []).concat([[state.time, c.records]]).slice(-150);
     html += '<section class="connector" data-name="' + esc(c.name) + '">';
     html += '<h2>' + esc(c.name) + ' <span class="state ' + esc(c.state) + '">' + esc(c.state) + '</span></h2>';
-    if (c.trace) html += '<pre class="trace">' + esc(c.trace) + '</pre>';
+    if (c.trace) html += failure(c.cause, c.trace, "connector", c.name);
     html += '<table><tr><th>task</th><th>state</th><th>worker</th></tr>';
     for (const t of c.tasks) {
       html += '<tr class="task"><td>' + t.id + '</td><td class="state ' + esc(t.state) + '">' + esc(t.state) +
         '</td><td>' + esc(t.worker_id) + '</td></tr>';
-      if (t.trace) html += '<tr><td colspan="3"><pre class="trace task-trace">' + esc(t.trace) + '</pre></td></tr>';
+      const key = c.name + "/" + t.id;
+      if (t.trace) html += '<tr><td colspan="3">' + failure(t.cause, t.trace, "task", key) + '</td></tr>';
     }
     html += '</table>' + chart(pts);
     html += '<table class="lag"><tr><th>target partition</th><th>lag (records)</th><th>lag (seconds)</th></tr>';
@@ -82,7 +96,10 @@ function render(state) {
     if (!c.lag.length) html += '<tr><td colspan="3" class="muted">not measured yet</td></tr>';
     html += '</table></section>';
   }
-  document.getElementById("connectors").innerHTML = html;
+  const box = document.getElementById("connectors");
+  const open = new Set([...box.querySelectorAll("details[open]")].map(d => d.dataset.key));
+  box.innerHTML = html;
+  for (const d of box.querySelectorAll("details")) if (open.has(d.dataset.key)) d.open = true;
 }
 async function refresh() {
   try {
@@ -122,12 +139,14 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                     "name": name,
                     "state": status.connector.state.value,
                     "trace": status.connector.trace,
+                    "cause": failure_cause(status.connector.trace),
                     "tasks": [
                         {
                             "id": t.id,
                             "state": t.status.state.value,
                             "worker_id": t.status.worker_id,
                             "trace": t.status.trace,
+                            "cause": failure_cause(t.status.trace),
                         }
                         for t in status.tasks
                     ],
@@ -139,3 +158,28 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                 }
             )
         return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_QUALIFIED = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*)(?:: (.*))?$", re.S)
+
+
+def failure_cause(trace: str | None) -> str | None:
+    """What went wrong, in the failure's own words: the message of the exception raised last (the one
+    a chain ends with), without Python's frames or the exception's module path. A trace that is not a
+    traceback (a line naming an unreachable cluster, say) is its own cause."""
+    if not trace:
+        return None
+    lines = trace.rstrip("\n").split("\n")
+    starts = [i for i, line in enumerate(lines) if line == _TRACEBACK]
+    if not starts:
+        return trace
+    i = starts[-1] + 1
+    while i < len(lines) and (lines[i].startswith(" ") or not lines[i]):
+        i += 1  # the frames: "  File ...", their source lines, carets
+    raised = "\n".join(lines[i:]).strip()
+    match = _QUALIFIED.match(raised)
+    if match is None:
+        return raised or trace
+    name, message = match.group(1), match.group(2)
+    return message.strip() if message and message.strip() else name
