@@ -36,6 +36,7 @@ from api.security import ListenerApp
 from api.tls import server_context
 from mirror_sink.core import clients
 from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.process_exit import exit_now
 from mirror_sink.worker.herder import Herder
 from mirror_sink.worker.rest_credentials import BasicAuthenticator
 from mirror_sink.worker.worker_config import Listener, WorkerConfig
@@ -217,6 +218,8 @@ class RestServer:
                     access_log=False,
                     # One app behind every listener: its lifespan runs once.
                     lifespan="auto" if i == 0 else "off",
+                    # SIGTERM is honoured within 10 s: a request still open after 2 s is cut.
+                    timeout_graceful_shutdown=2,
                 )
             )
             for i, e in enumerate(self.endpoints)
@@ -236,8 +239,10 @@ class RestServer:
             asyncio.run(self._run(servers))
         finally:
             log.info("worker %s stopping: tasks finish or abort their transactions, then leave their groups", config.id)
-            herder.stop()
+            clean = herder.stop()
             self.close()
+        if not clean:
+            exit_now(0, "tasks still waiting on a cluster")
         return 0
 
     async def _run(self, servers: list[_Server]) -> None:

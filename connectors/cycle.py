@@ -56,9 +56,12 @@ class Cycle:
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         self._aborting_since: float | None = None
+        self._stop = threading.Event()
+        self._abandoned = False  # a cycle that had to abort while stopping: left to fence or timeout
 
     def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
+        self._stop = stop
         try:
             self._loop(stop, new_mappings)
         finally:
@@ -113,7 +116,7 @@ class Cycle:
                 self._next_commit_at = time.monotonic() + interval_s
                 if auto_mode and not self.committer.open and (why := self.path.record_mode_advised()):
                     raise SwitchToRecordMode(why)  # between cycles: nothing is open, nothing is lost
-        if self.committer.open:
+        if self.committer.open and not self._abandoned:
             self.commit()  # graceful stop: finish the cycle rather than throw it away
         self.commit_source_positions()
         self.log_progress()
@@ -166,6 +169,18 @@ class Cycle:
         """Abort the cycle and read again from the committed offsets; fail when aborts never stop."""
         self.counters.aborts += 1
         now = time.monotonic()
+        if self._stop.is_set():
+            # Stopping: an abort can wait out the transaction timeout (a fenced producer, a broker
+            # that does not answer). Nothing of the open transaction is visible, and it ends without
+            # us: the next owner's InitProducerId fences and aborts it, or the broker's timeout does.
+            self.log.warning(
+                "stopping: the cycle's transaction is left open for the next owner's fence or the broker's "
+                "transaction timeout (transaction.timeout.ms=%d) to abort; none of it is visible (%s)",
+                self.run.config.transaction_timeout_ms,
+                reason,
+            )
+            self._abandoned = True
+            return
         self._aborting_since = self._aborting_since or now
         self.log.warning("cycle aborted, rewinding to the committed offsets: %s", reason)
         self.committer.abort()
@@ -178,7 +193,7 @@ class Cycle:
         give_up_s = 2 * self.run.config.transaction_timeout_ms / 1000
         if now - self._aborting_since > give_up_s:
             raise TaskFailure(f"every cycle aborted for {now - self._aborting_since:.0f} s; last: {reason}")
-        time.sleep(min(0.1 * (1 + now - self._aborting_since), 2.0))
+        self._stop.wait(min(0.1 * (1 + now - self._aborting_since), 2.0))
 
     def commit_source_positions(self) -> None:
         """Informational: the committed positions into the source group, for lag tooling."""

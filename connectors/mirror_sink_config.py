@@ -13,6 +13,7 @@ common ones):
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -125,6 +126,8 @@ class MirrorSinkConfig(BaseModel):
     sync_group_offsets: bool = Field(False, alias="sync.group.offsets.enabled")
     sync_group_offsets_interval_s: float = Field(5.0, alias="sync.group.offsets.interval.seconds", gt=0)
     metrics_aggregate: Literal["partition", "topic"] = Field("partition", alias="metrics.aggregate")
+    source_unreachable_give_up_ms: int = Field(-1, alias="source.unreachable.give.up.ms", ge=-1)
+    target_unreachable_give_up_ms: int = Field(180_000, alias="target.unreachable.give.up.ms", ge=-1)
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("connector_class")
@@ -139,6 +142,12 @@ class MirrorSinkConfig(BaseModel):
     def known_keys(cls) -> set[str]:
         """The keys with a typed field (their Connect names)."""
         return {f.alias or n for n, f in cls.model_fields.items() if n != "client_props"}
+
+    @classmethod
+    def did_you_mean(cls, key: str) -> str:
+        """`` (did you mean 'tasks.max'?)`` for a key one typo away from a known one; "" otherwise."""
+        close = difflib.get_close_matches(key, sorted(cls.known_keys()), n=1, cutoff=0.8)
+        return f" (did you mean {close[0]!r}?)" if close else ""
 
     @classmethod
     def _split(cls, props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
@@ -201,8 +210,8 @@ class MirrorSinkConfig(BaseModel):
             detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items())
             raise ConfigError(first, f"{', '.join(problems[first])} (all problems: {detail})")
         known, client, unknown = cls._split(props)
-        if unknown:
-            log.warning("connector %s: ignoring unknown config keys %s", props.get("name"), sorted(unknown))
+        for key in sorted(unknown):
+            log.warning("connector %s: ignoring unknown config key %r%s", props.get("name"), key, cls.did_you_mean(key))
         return cls.model_validate({**known, "client_props": client})
 
     # -- derived -------------------------------------------------------------------------------
@@ -340,6 +349,10 @@ KEY_DOCS: dict[str, str] = {
     "sync.group.offsets.enabled": "Commit translated offsets into the same-named groups on the target while "
     "they have no active members; never backwards.",
     "sync.group.offsets.interval.seconds": "How often group offsets are synced (default 5; MM2's is 60).",
+    "source.unreachable.give.up.ms": "How long the connector waits for an unreachable source cluster before it is "
+    "FAILED (-1, the default: for ever, as a DR source that is down is expected to come back).",
+    "target.unreachable.give.up.ms": "How long the connector waits for an unreachable target cluster before it is "
+    "FAILED (-1: for ever).",
     "metrics.aggregate": "partition (default): per-partition metric series; topic: one series per topic "
     '(partition="all"), for many thousands of partitions.',
 }

@@ -6,12 +6,16 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
+
 from connectors.acl_sync import TopicAclSync
 from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.topic_provisioner import TopicMapping, TopicProvisioner
 from mirror_sink.core import clients
+from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.preflight import check_cluster
+from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,7 @@ class MirrorSinkConnector:
         cfg = self.config
         source_admin = clients.admin(cfg.source_admin(), client_id=f"{cfg.name}-connector-source")
         target_admin = clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-connector-target")
+        _refuse_mirroring_onto_itself(cfg, source_admin, target_admin)
         self._provisioner = TopicProvisioner(cfg, source_admin, target_admin)
         self._acl_sync = TopicAclSync(cfg, source_admin, target_admin, self.log)
         self._provisioner.create_internal_topics()
@@ -76,3 +81,20 @@ class MirrorSinkConnector:
         passed since the last sync (a no-op before ``start``, when disabled, or when not due); never raises."""
         if self._acl_sync is not None:
             self._acl_sync.maybe_sync()
+
+
+def _refuse_mirroring_onto_itself(cfg: MirrorSinkConfig, source: AdminClient, target: AdminClient) -> None:
+    """With the Identity policy, a source and target that are one cluster (two addresses of it, say)
+    would mirror every topic onto itself: each record written again after itself, for ever."""
+    if not isinstance(cfg.replication_policy(), IdentityReplicationPolicy):
+        return
+    source_id = source.describe_cluster(request_timeout=30).result(35).cluster_id
+    target_id = target.describe_cluster(request_timeout=30).result(35).cluster_id
+    if source_id == target_id:
+        raise ConfigError(
+            "replication.policy.class",
+            f"source.cluster.bootstrap.servers ({cfg.source_bootstrap}) and target.cluster.bootstrap.servers "
+            f"({cfg.target_bootstrap}) reach the same cluster (id {source_id}): with IdentityReplicationPolicy "
+            "every topic would be mirrored onto itself. Use DefaultReplicationPolicy to copy topics within one "
+            "cluster",
+        )

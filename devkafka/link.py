@@ -179,3 +179,23 @@ def _close(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     with suppress(OSError):
         sock.close()
+
+
+@contextmanager
+def refused_address() -> Iterator[str]:
+    """A loopback ``host:port`` bound but not listening: every connection to it is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@contextmanager
+def black_hole() -> Iterator[str]:
+    """A loopback ``host:port`` that never answers, as an address behind a firewall that drops packets:
+    its accept queue (of one) is kept full, and Linux drops the SYNs of further connections."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        address = server.getsockname()
+        with socket.create_connection(address, timeout=5):
+            yield f"127.0.0.1:{address[1]}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 
@@ -19,6 +20,9 @@ class StandaloneRunner:
     def __init__(self, props: Mapping[str, str], worker_id: str) -> None:
         self.runtime = ConnectorRuntime(str(props.get("name", "")), props, worker_id)
         self._stop_requested = False
+        #: False when the stop had to leave a thread waiting on a cluster (see ``process_exit``).
+        self.clean = True
+        self._tick_failed = False
 
     def request_stop(self) -> None:
         """Ask ``run`` to stop. Safe in a signal handler: it takes no lock.
@@ -27,6 +31,14 @@ class StandaloneRunner:
         hold that very Event's lock inside ``Event.wait``. Seen as a mirror ignoring SIGTERM.)
         """
         self._stop_requested = True
+
+    def _tick_loop(self, done: threading.Event) -> None:
+        try:
+            while not done.wait(0.5):
+                self.runtime.tick()
+        except Exception:
+            log.exception("connector %s: periodic work failed", self.runtime.name)
+            self._tick_failed = True
 
     def run(self) -> int:
         """Mirror until ``request_stop`` (0) or until the connector or a task fails (1)."""
@@ -37,16 +49,21 @@ class StandaloneRunner:
 
         WORKER_METRICS.add(reported)
         runtime.apply(TargetState.RUNNING)
+        # Periodic work runs on a thread of its own: a topic refresh can wait 30 s on a cluster that
+        # does not answer, and Python runs a signal handler only when the main thread is free.
+        ticks_done = threading.Event()
+        ticker = threading.Thread(target=self._tick_loop, args=(ticks_done,), name="ticker", daemon=True)
+        ticker.start()
         failed = False
         while True:
             time.sleep(0.5)
             if self._stop_requested:
                 break
-            if runtime.failed():
+            if runtime.failed() or self._tick_failed:
                 failed = True
                 break
-            runtime.tick()
-        runtime.shutdown()
+        ticks_done.set()
+        self.clean = runtime.shutdown()
         WORKER_METRICS.remove(reported)
         for i, info in enumerate(runtime.task_states()):
             if info.state is ConnectorState.FAILED:

@@ -14,6 +14,7 @@ import prometheus_client
 
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.process_exit import exit_now
 from mirror_sink.standalone import StandaloneRunner
 
 log = logging.getLogger(__name__)
@@ -61,4 +62,7 @@ def main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     # Like jstack for a JVM: SIGUSR1 prints every thread's stack, for a mirror that seems stuck.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    return runner.run()
+    code = runner.run()
+    if not runner.clean:
+        exit_now(code, "tasks still waiting on a cluster")
+    return code

@@ -74,6 +74,11 @@ replication_lag_seconds = Gauge(
     "Age of the oldest source record not yet mirrored (0 when caught up): now minus its timestamp.",
     ("connector", *MM2_LABELS),
 )
+cluster_unreachable_seconds = Gauge(
+    "mirror_sink_cluster_unreachable_seconds",
+    "How long no bootstrap server of the cluster has accepted a connection (0 while one does).",
+    ("connector", "cluster", "alias"),
+)
 checkpoint_round_seconds = Histogram(
     "mirror_sink_checkpoint_round_seconds",
     "One checkpoint round: reading the syncs and groups, writing the checkpoints.",

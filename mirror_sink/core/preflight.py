@@ -21,20 +21,12 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.reachability import bootstrap_addresses
 
 _TLS = ("SSL", "SASL_SSL")
 # librdkafka's error text starts with the broker's name and ends with the time and state.
 _BROKER_PREFIX = re.compile(r"^\S+://\S+?/(?:bootstrap|\d+): ")
 _AFTER = re.compile(r" \(after \d+ms in state \w+\)$")
-
-
-def _addresses(bootstrap: str) -> list[tuple[str, int]]:
-    out = []
-    for item in bootstrap.split(","):
-        host, _, port = item.strip().rpartition(":")
-        if host and port.isdigit():
-            out.append((host.strip("[]"), int(port)))
-    return out
 
 
 #: TLS settings Python's ssl module cannot reproduce here: with any of them the handshake is left
@@ -66,7 +58,7 @@ def _check_tls(cluster: str, props: Mapping[str, str], deadline: float) -> None:
         context = _tls_context(props)
     except (OSError, ssl.SSLError) as exc:  # unreadable CA file, certificate or key
         raise TaskFailure(f"{cluster} cluster: cannot load the TLS settings: {exc}") from exc
-    for host, port in _addresses(props["bootstrap.servers"]):
+    for host, port in bootstrap_addresses(props["bootstrap.servers"]):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return

@@ -14,18 +14,25 @@ from connectors.mirror_sink_connector import MirrorSinkConnector
 from connectors.mirror_sink_task import MirrorSinkTask, TaskState
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import MIRROR
+from mirror_sink.core.reachability import CONNECT_TIMEOUT_S
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
 from mirror_sink.failover.checkpointer import CheckpointEmitter
+from mirror_sink.worker.cluster_watch import ClusterWatch
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.lag_monitor import LagMonitor
+from mirror_sink.worker.target_claims import TargetTopicClaims
 
 log = logging.getLogger(__name__)
 
 _TASK_STOP_TIMEOUT_S = 90.0
+#: A process asked to stop (SIGTERM, Ctrl-C) is gone within 10 s, whatever its state (Kubernetes'
+#: grace period is 30 s; operators expect seconds). A task still in its cycle then is left: its open
+#: transaction is never visible and ends by the next owner's fence or the broker's timeout.
+_SHUTDOWN_S = 8.0
 #: How long a connector keeps starting again while its clusters answer late (brokers restarting, a
 #: cluster still electing leaders for its internal topics) before it is FAILED.
 _START_DEADLINE_S = 180.0
@@ -63,6 +70,7 @@ class ConnectorRuntime:
         props: Mapping[str, str],
         worker_id: str,
         task_ids: Callable[[int], list[int]] | None = None,
+        claims: TargetTopicClaims | None = None,
     ) -> None:
         self.name = name
         self.worker_id = worker_id
@@ -70,6 +78,8 @@ class ConnectorRuntime:
         #: spreads them; alone, a worker runs them all).
         self.task_ids: Callable[[int], list[int]] = task_ids or (lambda tasks_max: list(range(tasks_max)))
         self.connector = MirrorSinkConnector(props)  # validates: ConfigError on bad config
+        #: The target topics of every connector of this worker (alone: only this one's).
+        self.claims = claims or TargetTopicClaims()
         self.log = context_logger(__name__, name, connector=name)
         self.tasks: list[MirrorSinkTask] = []
         self.state = StateInfo(ConnectorState.UNASSIGNED)
@@ -81,6 +91,10 @@ class ConnectorRuntime:
         self.checkpoints: CheckpointEmitter | None = None
         self.lag: LagMonitor | None = None
         self._closed = False  # after shutdown no task may start, whatever transition is still running
+        #: Set by shutdown: every wait of a transition (for a cluster, between start attempts) ends at once.
+        self._closing = threading.Event()
+        self.watch: ClusterWatch | None = None
+        self._left_tasks: list[MirrorSinkTask] = []  # still running after the last stop's deadline
 
     # -- target states -------------------------------------------------------------------------
     def apply(self, target: TargetState) -> None:
@@ -98,6 +112,9 @@ class ConnectorRuntime:
             try:
                 body()
             except Exception as exc:
+                if self._closing.is_set():
+                    self.log.info("connector start abandoned on shutdown: %s", str(exc) or repr(exc))
+                    return
                 self.log.error("connector FAILED: %s", exc)
                 self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
 
@@ -106,10 +123,13 @@ class ConnectorRuntime:
 
     def _reach(self, target: TargetState) -> None:
         if target is TargetState.RUNNING:
+            if not self._await_clusters():
+                return
             self.connector.check_clusters()
             self._refuse_other_runtime()
             if not self.connector.mappings and self.state.state is not ConnectorState.RUNNING:
                 self._start_connector()
+                self._claim_targets()
                 self._next_refresh = time.monotonic() + self._refresh_s()
             self._start_tasks()
             self.state = StateInfo(ConnectorState.RUNNING)
@@ -117,7 +137,25 @@ class ConnectorRuntime:
             self._stop_tasks()
             if target is not TargetState.PAUSED:
                 self._stop_lag()
+                self._stop_watch()
+                self.claims.release(self.name)
             self.state = StateInfo(ConnectorState.PAUSED if target is TargetState.PAUSED else ConnectorState.STOPPED)
+
+    def _await_clusters(self) -> bool:
+        """Wait while a cluster cannot be reached, its line on the status; False when shutting down.
+        Past a cluster's ``*.unreachable.give.up.ms`` the wait ends in a failure naming it."""
+        with self._lock:
+            if self.watch is None:
+                self.watch = ClusterWatch(self.connector.config, self.log).start()
+            watch = self.watch
+        watch.wait_checked(CONNECT_TIMEOUT_S + 1)  # the first probe of both: seconds at most
+        while lines := watch.unreachable():
+            if (given_up := watch.given_up()) is not None:
+                raise TaskFailure(given_up)
+            self.state = StateInfo(ConnectorState.UNASSIGNED, "waiting: " + "; ".join(lines))
+            if self._closing.wait(1.0):
+                return False
+        return not self._closing.is_set()
 
     def _start_connector(self) -> None:
         """``connector.start()``, again with backoff while a cluster answers late or not yet: a
@@ -130,8 +168,10 @@ class ConnectorRuntime:
             except Exception as exc:
                 if not clients.transient(exc):
                     raise
-                self.log.warning("connector start met a cluster not answering yet, trying again: %s", exc)
-                raise TryAgain(str(exc), exc) from exc
+                # A TimeoutError from a future has no text: say at least what it was.
+                reason = str(exc) or f"{type(exc).__name__} (no answer in time)"
+                self.log.warning("connector start met a cluster not answering yet, trying again: %s", reason)
+                raise TryAgain(reason, exc) from exc
 
         retry_or_give_up(
             attempt,
@@ -139,7 +179,13 @@ class ConnectorRuntime:
             deadline_s=_START_DEADLINE_S,
             first_delay_s=1.0,
             max_delay_s=15.0,
+            interrupt=self._closing,
         )
+
+    def _claim_targets(self) -> None:
+        """Refuse target topics another connector of this worker writes (a ConfigError naming both)."""
+        cfg = self.connector.config
+        self.claims.claim(self.name, cfg.target_bootstrap, [m.target_topic for m in self.connector.mappings.values()])
 
     def _refuse_other_runtime(self) -> None:
         cfg = self.connector.config
@@ -170,7 +216,9 @@ class ConnectorRuntime:
             if cfg.metrics_aggregate == "topic":
                 MIRROR.topic_level.add(cfg.source_alias)
 
-    def _stop_tasks(self) -> None:
+    def _stop_tasks(self, until: float | None = None) -> None:
+        """Stop every task, each finishing its cycle; with ``until`` (a monotonic time), a task still
+        running then is left, and the log says what ends its transaction."""
         with self._lock:
             tasks, self.tasks = self.tasks, []
             checkpoints, self.checkpoints = self.checkpoints, None
@@ -178,15 +226,31 @@ class ConnectorRuntime:
             checkpoints.stop()
         for task in tasks:
             task.stop(0)  # every task starts finishing its cycle at once ...
-        for task in tasks:
-            task.stop(_TASK_STOP_TIMEOUT_S)  # ... then wait for each
+        for task in tasks:  # ... then wait for each
+            task.stop(_TASK_STOP_TIMEOUT_S if until is None else max(0.0, until - time.monotonic()))
+        self._left_tasks = [t for t in tasks if t.is_alive()]
+        if left := [t.task_id for t in self._left_tasks]:
+            cfg = self.connector.config
+            self.log.warning(
+                "tasks %s did not finish their cycle in time and are left: an open transaction of theirs is never "
+                "visible, and the next owner's fence or the broker's transaction timeout (transaction.timeout.ms=%d) "
+                "aborts it",
+                left,
+                cfg.transaction_timeout_ms,
+            )
 
-    def _stop_lag(self) -> None:
+    def _stop_watch(self, timeout_s: float = 10.0) -> None:
+        with self._lock:
+            watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.stop(timeout_s)
+
+    def _stop_lag(self, timeout_s: float = 15.0) -> None:
         """The lag is watched while the connector is RUNNING or PAUSED (a paused mirror's lag grows)."""
         with self._lock:
             lag, self.lag = self.lag, None
         if lag is not None:
-            lag.stop()
+            lag.stop(timeout_s)
 
     # -- restarts ------------------------------------------------------------------------------
     def restart(self, *, include_tasks: bool, only_failed: bool) -> None:
@@ -202,7 +266,10 @@ class ConnectorRuntime:
 
         def body() -> None:
             if restart_connector:
+                if not self._await_clusters():
+                    return
                 self._start_connector()
+                self._claim_targets()
                 self.state = StateInfo(ConnectorState.RUNNING)
             for task_id in tasks:
                 self._restart_task_now(task_id)
@@ -239,6 +306,8 @@ class ConnectorRuntime:
         cfg = self.connector.config
         if self.state.state is not ConnectorState.RUNNING:
             return
+        if not self._watch_clusters():
+            return
         self._follow_assignment()
         # On its own interval, whether or not topics are refreshed, and on its own thread: its admin
         # calls can take seconds on a slow cluster, which the herder's loop (and /health) must not wait.
@@ -254,14 +323,30 @@ class ConnectorRuntime:
         self._next_refresh = time.monotonic() + self._refresh_s()
         try:
             if self.connector.refresh():
+                self._claim_targets()
                 for task in list(self.tasks):
                     task.update_topics(self.connector.mappings)
-        except AuthorizationFailure as exc:  # no retry grants an ACL: say what is missing, once
+        except (AuthorizationFailure, ConfigError) as exc:  # no retry fixes these: say what is wrong, once
             self.log.error("connector FAILED: %s", exc)
             self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
         except Exception as exc:
             # str() of a TimeoutError from a future is empty: say at least what kind of failure it was
             self.log.warning("topic refresh failed (will retry): %s", str(exc) or repr(exc))
+
+    def _watch_clusters(self) -> bool:
+        """A running connector's status names a cluster that went away; False once it gave up on it."""
+        watch = self.watch
+        if watch is None:
+            return True
+        if (given_up := watch.given_up()) is not None:
+            self.log.error("connector FAILED: %s", given_up)
+            self.state = StateInfo(ConnectorState.FAILED, given_up)
+            return False
+        lines = watch.unreachable()
+        trace = "waiting: " + "; ".join(lines) if lines else None
+        if self.state.trace != trace:
+            self.state = StateInfo(ConnectorState.RUNNING, trace)
+        return True
 
     def _follow_assignment(self) -> None:
         """Stop the tasks this worker no longer owns and start the ones it now does (a worker joined or left)."""
@@ -297,15 +382,25 @@ class ConnectorRuntime:
         """True when the connector or one of its tasks is FAILED."""
         return self.state.state is ConnectorState.FAILED or any(t.state is TaskState.FAILED for t in self.tasks)
 
-    def shutdown(self) -> None:
-        """Stop every task gracefully (each finishes or aborts its transaction, then leaves its group)."""
+    def shutdown(self, budget_s: float = _SHUTDOWN_S) -> bool:
+        """Stop every task gracefully (each commits its cycle, then leaves its group) within ``budget_s``:
+        every wait ends at once, and a task still busy then is left to the broker's fencing. True when
+        nothing was left running."""
+        deadline = time.monotonic() + budget_s
         with self._lock:
             self._closed = True
             transition = self._transition
+        self._closing.set()
         if transition is not None:
-            transition.join(_TASK_STOP_TIMEOUT_S)
-        self._stop_tasks()
-        self._stop_lag()
+            transition.join(max(0.0, deadline - time.monotonic()))
+        self._stop_tasks(until=deadline)
+        self.claims.release(self.name)
+        with self._lock:
+            lag, watch = self.lag, self.watch
+        self._stop_lag(max(0.1, deadline - time.monotonic()))
+        self._stop_watch(max(0.1, deadline - time.monotonic()))
+        threads = [transition, lag, watch, *self._left_tasks]
+        return not any(t is not None and t.is_alive() for t in threads)
 
     # -- status --------------------------------------------------------------------------------
     def local_task_ids(self) -> set[int]:

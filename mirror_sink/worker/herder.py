@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
@@ -63,15 +64,20 @@ class Herder:
         self._ticker.start()
         log.info("worker %s started with %d connectors", self.worker.worker_id, len(self.worker.stored))
 
-    def stop(self) -> None:
-        """Stop every connector gracefully."""
+    def stop(self) -> bool:
+        """Stop every connector gracefully, all at once and each within its budget; True when nothing
+        was left running (a task still waiting on a cluster at the deadline is left)."""
         self._stop.set()
         WORKER_METRICS.remove(self.worker.all_runtimes)
-        for runtime in self.worker.all_runtimes():
-            runtime.shutdown()
+        runtimes = self.worker.all_runtimes()
+        clean = True
+        if runtimes:
+            with ThreadPoolExecutor(max_workers=len(runtimes), thread_name_prefix="shutdown") as pool:
+                clean = all(pool.map(lambda r: r.shutdown(), runtimes))
         if self.status is not None:
             self.status.close()
         self.store.close()
+        return clean
 
     def _tick_loop(self) -> None:
         while not self._stop.wait(1.0):

@@ -76,6 +76,10 @@ class LagMonitor:
         self._stop.set()
         self._thread.join(timeout_s)
 
+    def is_alive(self) -> bool:
+        """True while the thread runs (a measurement may wait on a cluster that does not answer)."""
+        return self._thread.is_alive()
+
     def _run(self) -> None:
         try:
             while not self._stop.is_set():

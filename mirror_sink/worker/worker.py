@@ -14,10 +14,14 @@ from mirror_sink.core.errors import ConfigError
 from mirror_sink.worker.config_store import StoredConnector
 from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.herder_types import Conflict, ConnectorNotFound
+from mirror_sink.worker.target_claims import TargetTopicClaims
 
 __all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
+
+#: How long the tasks of a connector being replaced or deleted may take to finish their cycles.
+_REPLACE_BUDGET_S = 90.0
 
 
 class Worker:
@@ -34,6 +38,7 @@ class Worker:
         self.stored: dict[str, StoredConnector] = {}
         self.runtimes: dict[str, ConnectorRuntime] = {}
         self.lock = threading.RLock()
+        self.target_claims = TargetTopicClaims()
 
     def require(self, name: str) -> StoredConnector:
         """The stored connector ``name``; ConnectorNotFound if there is none."""
@@ -64,7 +69,9 @@ class Worker:
             if runtime is None or previous is None or previous.config != stored.config:
                 self.remove_runtime(name)
                 try:
-                    runtime = ConnectorRuntime(name, resolve(stored.config), self.worker_id, self.task_ids)
+                    runtime = ConnectorRuntime(
+                        name, resolve(stored.config), self.worker_id, self.task_ids, self.target_claims
+                    )
                 except ConfigError as exc:
                     log.error("connector %s has an invalid stored config: %s", name, exc)
                     return
@@ -75,4 +82,6 @@ class Worker:
         """Stop a runtime before anything replaces it: old and new tasks share task slots."""
         runtime = self.runtimes.pop(name, None)
         if runtime is not None:
-            runtime.shutdown()
+            # Not the process's quick exit: a successor may start in this process, so every old task
+            # is waited for rather than left running beside it.
+            runtime.shutdown(budget_s=_REPLACE_BUDGET_S)

@@ -214,14 +214,18 @@ def test_bad_config_exits_naming_the_key(source: KafkaEndpoint, target: KafkaEnd
     assert "s3cr3t" not in log
 
 
-def test_unreachable_source_fails_with_the_address(target: KafkaEndpoint, mirror: MirrorFactory) -> None:
+def test_unreachable_source_fails_with_the_address_once_its_give_up_time_passed(
+    target: KafkaEndpoint, mirror: MirrorFactory
+) -> None:
     class Nowhere:
         name = "source"
         bootstrap_servers = "127.0.0.1:1"
 
-    proc = mirror(mirror_config("nowhere", Nowhere(), target, "x")).start()
+    config = mirror_config("nowhere", Nowhere(), target, "x", **{"source.unreachable.give.up.ms": "2000"})
+    proc = mirror(config).start()
     assert proc.wait(120) == 1
-    assert "source cluster at 127.0.0.1:1 did not answer" in proc.log_text(), proc.log_tail()
+    assert "source cluster 'source' is unreachable: 127.0.0.1:1: connection refused" in proc.log_text(), proc.log_tail()
+    assert "giving up (source.unreachable.give.up.ms=2000)" in proc.log_text(), proc.log_tail()
 
 
 def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(

@@ -13,6 +13,7 @@ came back new records became visible again.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -134,3 +135,47 @@ def test_exactly_once_after_the_target_and_then_the_source_were_unreachable_past
     run.check(codes)
     for m in mirrors:
         assert "task FAILED" not in logs[m.mode], logs[m.mode][-3000:]
+
+
+def test_sigterm_is_honoured_within_seconds_while_the_target_does_not_answer_and_nothing_is_lost(
+    linked_pair: tuple[_Linked, _Linked], unique: Unique, mirror: MirrorFactory
+) -> None:
+    """A hung target: the cycles cannot flush, commit or abort. SIGTERM must still end each mirror at
+    once, leaving its open transaction to the broker; restarted, they go on exactly once."""
+    source, target = linked_pair
+    mirrors: list[LoadedMirror] = []
+    loads: list[TransactionalLoad] = []
+    for mode in MODES:
+        name, topic = unique(f"hungstop-{mode}"), unique(f"hungstop-{mode}")
+        create_topic(source.bootstrap_servers, topic, PARTITIONS)
+        loads.append(
+            TransactionalLoad(source.bootstrap_servers, topic, PARTITIONS, 10**9, pause_s=0.1, txn_id=unique(topic))
+        )
+        config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
+        config["source.cluster.bootstrap.servers"] = source.linked
+        config["target.cluster.bootstrap.servers"] = target.linked
+        mirrors.append(LoadedMirror(mode, name, {topic: PARTITIONS}, mirror(config).start()))
+    for m in mirrors:
+        wait_until(lambda m=m: "assigned 3 target partitions" in m.process.log_text(), 90, f"the {m.mode} mirror")  # type: ignore[misc]
+    run = SideBySide(source, target, mirrors, loads).start()
+    took: dict[str, float] = {}
+    try:
+        run.moving("at the start", PROGRESS, 120, each=True)
+        with target.link.cut():
+            time.sleep(3)  # every cycle is now waiting on the target
+            for m in mirrors:
+                m.process.signal(signal.SIGTERM)
+            asked = time.monotonic()
+            for m in mirrors:
+                code = m.process.wait(60)
+                took[m.mode] = time.monotonic() - asked
+                assert code == 0, m.process.log_tail()
+        print("SIGTERM with the target hung, exit after: " + ", ".join(f"{k} {v:.1f} s" for k, v in took.items()))
+        assert max(took.values()) < 15, f"SIGTERM honoured after {took} (asked: within 10 s)"
+        for m in mirrors:
+            m.process.start()  # the same worker id: it fences whatever its predecessor left open
+        run.moving("after the restart", PROGRESS, 120, each=True)
+        run.drain(120)
+    finally:
+        codes = run.stop()
+    run.check(codes)

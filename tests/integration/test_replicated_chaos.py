@@ -166,11 +166,12 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
         fault(source, source_leader, "leader of most source partitions", hard=False)
         run.drain(STUCK_S)
     finally:
-        # A graceful stop finishes the cycle under way: a flush may still be waiting out its 60 s for
-        # a restarted broker, and the abort after it is bounded at the transaction timeout + 15 s.
-        codes = run.stop(timeout=150)
+        # SIGTERM is honoured within 10 s in every state (the allowance here is for a loaded machine): a
+        # cycle that cannot end in time is left, and its transaction aborted by the broker's timeout.
+        codes = run.stop(timeout=30)
     print("visibility stall per fault (first new record of each mirror after the stop):\n  " + "\n  ".join(stalls))
     run.check(codes)
     target_topics = sorted({t for m in mirrors for t, _ in m.partitions})
-    assert not _lso_below_hw(target, target_topics), "transactions left open on the target"
+    # A transaction left by the stop is aborted within transaction.timeout.ms (60 s here).
+    wait_until(lambda: not _lso_below_hw(target, target_topics), 90, "no transaction left open on the target")
     assert len(stalls) == 3 + len(target.nodes) + 1

@@ -458,3 +458,19 @@ def test_bad_secret_value_is_shown_masked() -> None:
 
 def test_bad_plain_value_is_shown() -> None:
     assert "'abc'" in MirrorSinkConfig.errors(_props(tasks_max="abc"))["tasks.max"][0]
+
+
+def test_an_unknown_key_one_typo_from_a_known_one_is_warned_about_with_the_key_it_resembles(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING"):
+        MirrorSinkConfig.parse({**BASE, "tasks.maxx": "4", "no.such.key": "1"})
+    assert "ignoring unknown config key 'tasks.maxx' (did you mean 'tasks.max'?)" in caplog.text
+    assert "ignoring unknown config key 'no.such.key'\n" in caplog.text + "\n"
+
+
+@pytest.mark.parametrize("topics", ["", " ", ",", " , "])
+def test_an_empty_topic_set_is_refused_naming_the_key(topics: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        MirrorSinkConfig.parse({**BASE, "topics": topics})
+    assert err.value.key == "topics"
