@@ -85,6 +85,7 @@ class TopicProvisioner:
         self.policy = config.replication_policy()
         self.timeout_s = 30.0
         self._checked: set[str] = set()
+        self._cycles_told: set[str] = set()
 
     def _list(self, admin: AdminClient, cluster: str, bootstrap: str) -> dict[str, int]:
         try:
@@ -133,7 +134,13 @@ class TopicProvisioner:
             if not self.topic_filter.accepts(topic):
                 continue
             if is_cycle(self.policy, topic, self.config.target_alias):
-                log.debug("skipping %s: it was mirrored from the target (a cycle)", topic)
+                if topic not in self._cycles_told:  # said once per topic, not at every refresh
+                    self._cycles_told.add(topic)
+                    log.info(
+                        "not mirroring %s: it came from the target cluster %r (a cycle; MirrorMaker 2's isCycle)",
+                        topic,
+                        self.config.target_alias,
+                    )
                 continue
             target = self.policy.format_remote_topic(self.config.source_alias, topic)
             if target in mappings:

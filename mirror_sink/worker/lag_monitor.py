@@ -58,6 +58,9 @@ class LagMonitor:
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
                 "max.partition.fetch.bytes": 1,  # one batch per partition is enough (KIP-74)
+                # An offset gone from the source is the task's to report: a reset here would log
+                # "offset reset ... to END", which reads like a skip that never happened.
+                "auto.offset.reset": "error",
                 "fetch.wait.max.ms": 10,
             }
         )
