@@ -12,6 +12,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -51,22 +52,45 @@ def _ephemeral_ports() -> range:
     return range(low, high + 1)
 
 
+def _this_process_ports(candidates: range) -> range:
+    """The share of ``candidates`` this process draws from: under pytest-xdist each worker its own
+    slice, so that two workers never pick one port in the seconds before their brokers bind it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or not worker[2:].isdigit() or count <= 1:
+        return candidates
+    size = len(candidates) // count
+    k = int(worker[2:]) % count
+    return candidates[k * size : (k + 1) * size]
+
+
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now, for a listener started soon after.
 
     Chosen at random below the ephemeral range: a port the kernel hands out for ``bind(0)`` may be
     taken by any client's outgoing connection before the listener binds it (a broker of the test
-    suite failed to start so, while other tests' clients connected).
+    suite failed to start so, while other tests' clients connected). A port is handed out once per
+    process, and each pytest-xdist worker draws from its own slice: a JVM binds seconds after the
+    port is chosen, and in that window another worker's random pick once chose the same port (a
+    clean-clone run lost its shared pair to "Address already in use").
     """
     ephemeral = _ephemeral_ports()
-    candidates = range(max(1024, ephemeral.start - 12_000), ephemeral.start)
-    for _ in range(200):
-        port = random.choice(candidates)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
+    candidates = _this_process_ports(range(max(1024, ephemeral.start - 12_000), ephemeral.start))
+    with _handed_out_lock:
+        for _ in range(200):
+            port = random.choice(candidates)
+            if port in _handed_out:
                 continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
             return port
     raise RuntimeError(f"no free port found in {candidates.start}-{candidates.stop - 1} after 200 tries")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from devkafka.cluster import ClusterStartError, LocalKafkaCluster, free_port, new_cluster_id
+from devkafka.cluster import ClusterStartError, LocalKafkaCluster, _this_process_ports, free_port, new_cluster_id
 from devkafka.jars import KafkaJars
 
 
@@ -21,6 +21,24 @@ def test_cluster_id_is_16_bytes_urlsafe_and_never_starts_with_dash() -> None:
 
 def test_free_port_is_bindable() -> None:
     assert 1024 < free_port() < 65536
+
+
+def test_free_port_never_hands_out_a_port_twice() -> None:
+    ports = [free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_each_xdist_worker_draws_ports_from_its_own_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    candidates = range(20_000, 32_000)
+    slices = []
+    for k in range(3):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{k}")
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+        slices.append(set(_this_process_ports(candidates)))
+    assert all(len(s) == 4000 for s in slices)
+    assert not (slices[0] & slices[1] or slices[1] & slices[2] or slices[0] & slices[2])
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert _this_process_ports(candidates) == candidates
 
 
 def test_state_survives_and_version_mismatch_is_refused(tmp_path: Path) -> None:
