@@ -30,7 +30,7 @@ from kafka import TopicPartition as KafkaPythonPartition
 from mirror_sink.core import clients
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.raw.wire import client_options
+from mirror_sink.raw.wire import client_options, unsupported
 
 _REQUEST_TIMEOUT_MS = 10_000
 
@@ -48,11 +48,26 @@ class TakeoverFence:
         self.log = log
         #: Transactional ids fenced so far by this task (for the tests and the log).
         self.fenced: list[str] = []
+        #: Settings the fence's client (kafka-python) cannot honour, e.g. a PKCS#12 keystore: then it
+        #: cannot reach the target at all, and trying would hold the task for its 30 s bootstrap
+        #: timeout at every assignment (long enough for the shadow group's session to expire).
+        self._cannot = unsupported(target_admin)
+        self._said_cannot = False
 
     def fence(self, partitions: Iterable[TargetPartition]) -> list[str]:
         """Fence the holders of transactions open on ``partitions``; returns the ids fenced."""
         wanted = [KafkaPythonPartition(p.topic, p.partition) for p in partitions]
         if not wanted:
+            return []
+        if self._cannot:
+            if not self._said_cannot:
+                self._said_cannot = True
+                self.log.warning(
+                    "cannot look for transactions left open on partitions taken over: the fence's client cannot "
+                    "honour %s; any such transaction keeps their new records invisible until transaction.timeout.ms "
+                    "aborts it",
+                    ", ".join(self._cannot),
+                )
             return []
         started = time.monotonic()
         try:

@@ -227,6 +227,10 @@ def test_auto_falls_back_to_record_mode_only_for_what_raw_mode_cannot_take_and_s
     process.stop()
     log = process.log_text()
     assert "mirror.mode=auto falls back to record mode" in log and "ssl.keystore.location (a PKCS#12 keystore" in log
+    # The takeover fence's client cannot read the keystore either: said once, and not tried (trying
+    # held the task 30 s per assignment, and once the shadow group's session expired meanwhile).
+    assert "the fence's client cannot honour ssl.keystore.location" in log, log
+    assert "Unable to bootstrap" not in log, log
     assert "keystore-pass" not in log
 
 
