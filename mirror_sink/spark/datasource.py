@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,14 +135,19 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         finally:
             wire.close()
 
-    def _starts(self, mappings: dict[str, TopicMapping]) -> dict[str, int]:
-        """Start offsets as a worker's task would resolve them (the same module decides)."""
+    def _starts(self, mappings: dict[str, TopicMapping], known: Collection[str] = ()) -> dict[str, int]:
+        """Start offsets as a worker's task would resolve them (the same module decides), of the
+        partitions not ``known`` yet: a partition is resolved, and its stored offset checked against
+        the source, where its mirroring starts, not at every micro-batch."""
         cfg = self.config
         wanted = {
             TargetPartition(m.target_topic, p): SourcePartition(m.source_topic, p)
             for m in mappings.values()
             for p in range(m.source_partitions)
+            if _key(SourcePartition(m.source_topic, p)) not in known
         }
+        if not wanted:
+            return {}
         shadow = clients.source_consumer(cfg.target_consumer(), cfg.shadow_group_id, "spark-planner")
         source = clients.source_consumer(cfg.source_consumer(), cfg.source_group_id, "spark-planner")
         try:
@@ -168,7 +173,7 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         """Source last stable offsets, capped by ``limit``; new partitions start from the shadow group."""
         mappings = self._mappings()
         known = dict(start)
-        new = {k: v for k, v in self._starts(mappings).items() if k not in known}
+        new = self._starts(mappings, known)
         known.update(new)
         marks = self._watermarks([_partition(k) for k in known])
         # A partition seen for the first time ends this batch where it starts: the next batch starts
