@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
@@ -38,8 +39,8 @@ class Planner(MirrorSinkStreamReader):
     def _mappings(self) -> dict[str, TopicMapping]:
         return {}
 
-    def _starts(self, mappings: dict[str, TopicMapping]) -> dict[str, int]:
-        return dict(self.fixed_starts)
+    def _starts(self, mappings: dict[str, TopicMapping], known: Collection[str] = ()) -> dict[str, int]:
+        return {k: v for k, v in self.fixed_starts.items() if k not in known}
 
     def _watermarks(self, partitions: list[SourcePartition]) -> dict[SourcePartition, tuple[int, int]]:
         return {tp: (0, self.fixed_ends[f"{tp.topic}:{tp.partition}"]) for tp in partitions}
