@@ -89,14 +89,13 @@ def linked_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Lin
             linked.cluster.stop(hard=True)
 
 
-def test_exactly_once_after_the_target_and_then_the_source_were_unreachable_past_the_transaction_timeout(
-    linked_pair: tuple[_Linked, _Linked], unique: Unique, mirror: MirrorFactory
-) -> None:
-    source, target = linked_pair
+def _side_by_side(source: _Linked, target: _Linked, tag: str, unique: Unique, mirror: MirrorFactory) -> SideBySide:
+    """A raw and a record mirror, each reaching both clusters only through their links, under
+    transactional source loads; started once each has its partitions."""
     mirrors: list[LoadedMirror] = []
     loads: list[TransactionalLoad] = []
     for mode in MODES:
-        name, topic = unique(f"netcut-{mode}"), unique(f"netcut-{mode}")
+        name, topic = unique(f"{tag}-{mode}"), unique(f"{tag}-{mode}")
         create_topic(source.bootstrap_servers, topic, PARTITIONS)
         loads.append(
             TransactionalLoad(source.bootstrap_servers, topic, PARTITIONS, 10**9, pause_s=0.1, txn_id=unique(topic))
@@ -107,7 +106,15 @@ def test_exactly_once_after_the_target_and_then_the_source_were_unreachable_past
         mirrors.append(LoadedMirror(mode, name, {topic: PARTITIONS}, mirror(config).start()))
     for m in mirrors:
         wait_until(lambda m=m: "assigned 3 target partitions" in m.process.log_text(), 90, f"the {m.mode} mirror")  # type: ignore[misc]
-    run = SideBySide(source, target, mirrors, loads).start()
+    return SideBySide(source, target, mirrors, loads).start()
+
+
+def test_exactly_once_after_the_target_and_then_the_source_were_unreachable_past_the_transaction_timeout(
+    linked_pair: tuple[_Linked, _Linked], unique: Unique, mirror: MirrorFactory
+) -> None:
+    source, target = linked_pair
+    run = _side_by_side(source, target, "netcut", unique, mirror)
+    mirrors = run.mirrors
     recoveries: list[str] = []
 
     def partition(cluster: str, link: Link) -> None:
@@ -143,21 +150,8 @@ def test_sigterm_is_honoured_within_seconds_while_the_target_does_not_answer_and
     """A hung target: the cycles cannot flush, commit or abort. SIGTERM must still end each mirror at
     once, leaving its open transaction to the broker; restarted, they go on exactly once."""
     source, target = linked_pair
-    mirrors: list[LoadedMirror] = []
-    loads: list[TransactionalLoad] = []
-    for mode in MODES:
-        name, topic = unique(f"hungstop-{mode}"), unique(f"hungstop-{mode}")
-        create_topic(source.bootstrap_servers, topic, PARTITIONS)
-        loads.append(
-            TransactionalLoad(source.bootstrap_servers, topic, PARTITIONS, 10**9, pause_s=0.1, txn_id=unique(topic))
-        )
-        config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
-        config["source.cluster.bootstrap.servers"] = source.linked
-        config["target.cluster.bootstrap.servers"] = target.linked
-        mirrors.append(LoadedMirror(mode, name, {topic: PARTITIONS}, mirror(config).start()))
-    for m in mirrors:
-        wait_until(lambda m=m: "assigned 3 target partitions" in m.process.log_text(), 90, f"the {m.mode} mirror")  # type: ignore[misc]
-    run = SideBySide(source, target, mirrors, loads).start()
+    run = _side_by_side(source, target, "hungstop", unique, mirror)
+    mirrors = run.mirrors
     took: dict[str, float] = {}
     try:
         run.moving("at the start", PROGRESS, 120, each=True)
