@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewTopic
 
 from devkafka.cluster import ClusterStartError, LocalKafkaCluster, _this_process_ports, free_port, new_cluster_id
+from devkafka.data import _create_once
 from devkafka.jars import KafkaJars
 
 
@@ -100,3 +104,45 @@ def test_a_single_node_cluster_keeps_one_replica_and_no_min_isr_above_it(tmp_pat
     assert props["controller.quorum.voters"] == f"1@127.0.0.1:{cluster.state.controller_port}"
     assert props["offsets.topic.replication.factor"] == props["transaction.state.log.min.isr"] == "1"
     assert "default.replication.factor" not in props and "min.insync.replicas" not in props
+
+
+class _AdminAnswering:
+    """An admin client stand-in whose CreateTopics answers are scripted (the retry's logic only)."""
+
+    def __init__(self, *answers: BaseException | None) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    def create_topics(self, new: list[NewTopic], operation_timeout: float) -> dict[str, Future[None]]:
+        self.calls += 1
+        future: Future[None] = Future()
+        answer = self.answers.pop(0)
+        if isinstance(answer, TimeoutError):
+            future.set_running_or_notify_cancel()  # never completes: result(timeout) times out
+        elif answer is None:
+            future.set_result(None)
+        else:
+            future.set_exception(answer)
+        return {new[0].topic: future}
+
+
+def _exists() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS))
+
+
+def test_a_creation_that_timed_out_is_asked_again_and_already_exists_then_counts_as_done() -> None:
+    admin = _AdminAnswering(TimeoutError(), _exists())
+    _create_once(admin, NewTopic("t", 1), timeout=0.05)  # type: ignore[arg-type]
+    assert admin.calls == 2
+
+
+def test_already_exists_on_the_first_attempt_stays_an_error() -> None:
+    with pytest.raises(KafkaException):
+        _create_once(_AdminAnswering(_exists()), NewTopic("t", 1), timeout=0.05)  # type: ignore[arg-type]
+
+
+def test_creation_keeps_failing_with_a_timeout_after_its_budget() -> None:
+    admin = _AdminAnswering(*[TimeoutError()] * 50)
+    with pytest.raises(TimeoutError):
+        _create_once(admin, NewTopic("t", 1), timeout=0.05)  # type: ignore[arg-type]
+    assert admin.calls >= 1
