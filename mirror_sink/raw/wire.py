@@ -17,6 +17,7 @@ from typing import Any
 import kafka.errors as kerr
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
+from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
@@ -32,6 +33,35 @@ log = logging.getLogger(__name__)
 # that memory (see mirror_sink.raw.receive and mirror_sink.raw.send).
 receive.install()
 send.install()
+
+
+def _pin_response_classes() -> None:
+    """Keep kafka-python's response classes by strong reference in its registry.
+
+    kafka-python 3 registers each response class as a ``weakref.proxy``. A restarted worker in CI
+    found one dead at its first connection ("ReferenceError: weakly-referenced object no longer
+    exists" decoding every response, so no client could bootstrap, for minutes). A class reached
+    through a proxy gives itself back as ``__mro__[0]``: that is what the registry keeps here, now
+    and for every class registered later (a re-registration is logged, to find the cause).
+    """
+    registry = ResponseClassRegistry._response_class_registry
+    for key, cls in list(registry.items()):
+        try:
+            registry[key] = cls.__mro__[0]
+        except ReferenceError:
+            log.warning("kafka-python's response class for API key %d was already collected", key)
+
+    def register(_: type, response_class: Any) -> None:
+        real = response_class.__mro__[0]
+        known = registry.get(real.API_KEY)
+        if known is not None and known is not real:
+            log.info("kafka-python registered a second response class for API key %d: %r", real.API_KEY, real)
+        registry[real.API_KEY] = real
+
+    ResponseClassRegistry.register_response_class = classmethod(register)
+
+
+_pin_response_classes()
 
 #: librdkafka-style client properties (what connector configs carry) -> kafka-python options.
 _PROPERTY_MAP = {

@@ -51,3 +51,14 @@ def test_a_coordinator_that_never_appears_fails_the_task_after_the_deadline(monk
     with pytest.raises(TaskFailure, match=r"^finding the coordinator of 'tx-1': COORDINATOR_NOT_AVAILABLE \(15\)$"):
         wire.coordinator("tx-1", COORDINATOR_TRANSACTION, timeout_s=0.5)
     assert len(asked) >= 2
+
+
+def test_kafka_pythons_response_classes_are_held_by_strong_reference() -> None:
+    import weakref
+
+    from kafka.protocol.api_header import ResponseClassRegistry
+
+    import mirror_sink.raw.wire  # noqa: F401  (pins the registry on import)
+
+    registry = ResponseClassRegistry._response_class_registry
+    assert registry and not any(isinstance(cls, weakref.ProxyType) for cls in registry.values())
