@@ -25,6 +25,7 @@ from confluent_kafka.admin import (
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import TaskFailure
@@ -228,7 +229,8 @@ class TopicProvisioner:
                 )
 
     def create_internal_topics(self) -> None:
-        """The offset-syncs and checkpoints topics (one partition each, like MirrorMaker 2's), if enabled."""
+        """The offset-syncs and checkpoints topics (one partition each, like MirrorMaker 2's), if enabled,
+        and the compacted audit topic of skipped ranges with ``offset.gap.policy=skip``."""
         cfg = self.config
         new = []
         syncs = cfg.offset_syncs_partition
@@ -238,6 +240,10 @@ class TopicProvisioner:
         if cfg.emit_checkpoints and syncs is not None:
             topic = checkpoints_topic(cfg.source_alias)
             new.append(NewTopic(topic, 1, cfg.checkpoints_replication_factor, config={"cleanup.policy": "compact"}))
+        if cfg.gaps_partition is not None:
+            # Compacted, one key per gap: every gap ever skipped stays on record.
+            compact = {"cleanup.policy": "compact"}
+            new.append(NewTopic(cfg.gaps_partition.topic, 1, cfg.offset_syncs_replication_factor, config=compact))
         if new:
             self._create_topics(new, "internal topic")
 
@@ -279,6 +285,7 @@ class TopicProvisioner:
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
         deadline = time.monotonic() + self.timeout_s
         last_error = ""
+        probe = self.target_admin
         while waiting:
             # Short attempts: one ListOffsets was seen to wait out its whole timeout (30 s) on
             # partitions the broker had led since 50 ms after the create, so each is asked again.
@@ -286,16 +293,23 @@ class TopicProvisioner:
             # found" for 20 s after the broker had every log: the warning below names such answers.)
             left = min(max(deadline - time.monotonic(), 1.0), _LEADER_ATTEMPT_S)
             latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            futures = self.target_admin.list_offsets({tp: latest for tp in waiting}, request_timeout=left)
+            futures = probe.list_offsets({tp: latest for tp in waiting}, request_timeout=left)
             still = []
+            stale_cache = False
             for tp, future in futures.items():
                 try:
                     future.result(left + 5)
                 except (KafkaException, TimeoutError) as exc:  # no serving leader yet (or not answered in time)
                     still.append(tp)
                     last_error = str(exc) or repr(exc)
+                    stale_cache |= isinstance(exc, KafkaException) and exc.args[0].code() == KafkaError._NOENT
             if not still:
                 return
+            if stale_cache:
+                # "No leaders found" comes from librdkafka's own metadata cache, which was seen to keep
+                # a new topic leaderless for 20-30 s after the broker had led it (a CI run lost 30 s
+                # here): the next attempt asks with a client whose cache starts empty.
+                probe = clients.admin(self.config.target_admin(), "mirror-sink-leader-probe")
             if time.monotonic() > deadline:
                 log.warning(
                     "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s (last answer: %s); "
