@@ -7,6 +7,11 @@ the default: a record waits for no timer once nothing else is ahead of it) or un
 only boundaries with ``interval``), then commits the records and the next source offsets together;
 the offsets go with the group metadata of the generation that owned the cycle's partitions, so a stale owner is fenced
 (KIP-447). An aborted cycle rewinds every partition to its committed offset: nothing is committed half.
+
+A range deleted on the source before it was mirrored stops the task, unless ``offset.gap.policy=skip``:
+then the open cycle is aborted, the partition rewinds to the first offset still there, and the next
+commit records the range (an audit record and a gap marker in the offset syncs) with the offset
+that moves past it.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from connectors.ownership import Ownership
 from connectors.task_metrics import TaskMetrics
 from connectors.task_run import TaskRun
 from connectors.topic_provisioner import TopicMapping
+from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.skipped_ranges import AuditRecord
 
 _PROGRESS_INTERVAL_S = 30.0
 
@@ -94,16 +101,12 @@ class Cycle:
             if not own.reading:
                 own.poll(0.2) if own.mappings else stop.wait(0.2)
                 continue
-            if own.unsaved_start:
-                self._next_commit_at = 0.0  # save fallback start offsets at once
+            if own.unsaved_start or own.skipping:
+                self._next_commit_at = 0.0  # save fallback start offsets, and record skipped ranges, at once
             wait = max(0.0, min(0.1, self._next_commit_at - now))
-            try:
-                copied = self.path.copy(wait, own.target_of)
-            except AbortCycle as exc:
-                self.abort_and_rewind(str(exc))
+            copied = self._copy(wait)
+            if copied is None:
                 continue
-            except SourceOffsetOutOfRange as exc:
-                own.explain_out_of_range(exc)  # raises: the task fails naming every partition and why
             self.counters.records += copied.records
             self.metrics.read(copied.records)
             self._cycle_bytes += copied.bytes
@@ -121,6 +124,18 @@ class Cycle:
         self.commit_source_positions()
         self.log_progress()
 
+    def _copy(self, wait_s: float) -> Copied | None:
+        """Move what the source has into the open cycle; None when the cycle had to be aborted."""
+        try:
+            return self.path.copy(wait_s, self.ownership.target_of)
+        except AbortCycle as exc:
+            self.abort_and_rewind(str(exc))
+        except SourceOffsetOutOfRange as exc:
+            # Raises (the task fails naming every partition and why) unless the ranges may be skipped.
+            skipped = self.ownership.out_of_range(exc)
+            self.abort_and_rewind(f"skipping {', '.join(gap.describe() for gap in skipped)}")
+        return None
+
     def commit(self) -> None:
         """Commit the open cycle (or save advanced positions), or abort it and rewind."""
         offsets = self._offsets_to_commit()
@@ -135,21 +150,54 @@ class Cycle:
                 TopicPartition(*own.reading[source], offset, metadata=own.commit_metadata(source))
                 for source, offset in offsets.items()
             ]
-            spans = [
-                SyncSpan(own.reading[source], source.topic, own.committed[source], offset)
-                for source, offset in offsets.items()
-            ]
-            self.committer.commit(targets, self.run.member, own.metadata, spans)
+            spans = [self._span(source, offset) for source, offset in offsets.items()]
+            self.committer.commit(targets, self.run.member, own.metadata, spans, self._audit())
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))
             return
         own.committed.update(offsets)
         own.unsaved_start.clear()
+        for gap in own.skipping.values():
+            self.log.warning(
+                "recorded skipped range %s in %s and the offset syncs (offset.gap.policy=skip)",
+                gap.describe(),
+                self.run.config.gaps_partition,
+            )
+            self.metrics.skipped(gap)
+        own.recorded()
         self.metrics.committed(self.path)
         self._aborting_since = None
         self.counters.commits += 1
         self.counters.bytes += self._cycle_bytes
         self._cycle_bytes = 0
+
+    def _span(self, source: SourcePartition, offset: int) -> SyncSpan:
+        """What the cycle consumed of ``source``: from the committed offset, or from the start of a
+        range skipped on the way (the span then opens with the gap)."""
+        own = self.ownership
+        gap = own.skipping.get(source)
+        if gap is None:
+            return SyncSpan(own.reading[source], source.topic, own.committed[source], offset)
+        return SyncSpan(own.reading[source], source.topic, gap.first_missing, offset, gap.first_present)
+
+    def _audit(self) -> list[AuditRecord]:
+        """One audit record per range the commit steps over."""
+        own, cfg = self.ownership, self.run.config
+        where = cfg.gaps_partition
+        if not own.skipping:
+            return []
+        if where is None:
+            raise TaskFailure("internal error: ranges to skip without offset.gap.policy=skip")
+        return [
+            AuditRecord(
+                where,
+                gap.audit_key(),
+                gap.audit_value(
+                    source_alias=cfg.source_alias, target=own.reading[source], connector=cfg.name, task=self.run.slot
+                ),
+            )
+            for source, gap in own.skipping.items()
+        ]
 
     def _offsets_to_commit(self) -> dict[SourcePartition, int]:
         """The next source offset of every partition that moved on (or whose start is unsaved).
@@ -162,7 +210,7 @@ class Cycle:
         return {
             tp: position
             for tp, position in positions.items()
-            if position > own.committed[tp] or tp in own.unsaved_start
+            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.skipping
         }
 
     def abort_and_rewind(self, reason: str) -> None:

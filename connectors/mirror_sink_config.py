@@ -26,6 +26,7 @@ from mirror_sink.core.offset_syncs import offset_syncs_topic
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import ReplicationPolicy, replication_policy
 from mirror_sink.core.secrets import mask
+from mirror_sink.core.skipped_ranges import gaps_topic
 from mirror_sink.core.topic_filter import (
     DEFAULT_GROUPS,
     DEFAULT_GROUPS_EXCLUDE,
@@ -57,6 +58,13 @@ class OffsetFallback(StrEnum):
     EARLIEST = "earliest"
     LATEST = "latest"
     SOURCE_GROUP = "source-group"  # KIP-656: copy the source group's offset once, then own it
+
+
+class OffsetGapPolicy(StrEnum):
+    """What a task does where source records were deleted before they were mirrored."""
+
+    FAIL = "fail"  # stop, naming every partition and range (MirrorMaker 2 resets silently instead)
+    SKIP = "skip"  # step over the range and record it, in the same transaction (an operator's choice)
 
 
 class MirrorMode(StrEnum):
@@ -100,6 +108,7 @@ class MirrorSinkConfig(BaseModel):
     source_group_commit_interval_ms: int = Field(10_000, alias="source.group.commit.interval.ms", ge=0)
     offset_fallback: OffsetFallback = Field(OffsetFallback.EARLIEST, alias="offset.fallback")
     offset_fallback_group: str | None = Field(None, alias="offset.fallback.group.id")
+    offset_gap_policy: OffsetGapPolicy = Field(OffsetGapPolicy.FAIL, alias="offset.gap.policy")
     transaction_boundary: TransactionBoundary = Field(TransactionBoundary.CAUGHT_UP, alias="transaction.boundary")
     transaction_interval_ms: int = Field(1000, alias="transaction.boundary.interval.ms", ge=10)
     transaction_max_bytes: int = Field(64 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
@@ -169,6 +178,16 @@ class MirrorSinkConfig(BaseModel):
         problems: dict[str, list[str]] = {}
         try:
             parsed = cls.model_validate({**known, "client_props": client})
+            if parsed.offset_gap_policy is OffsetGapPolicy.SKIP and not parsed.transaction_producer:
+                problems["offset.gap.policy"] = [
+                    "skip needs transaction.producer=true: a skipped range is recorded in the same "
+                    "transaction that moves the offset past it"
+                ]
+            elif parsed.offset_gap_policy is OffsetGapPolicy.SKIP and parsed.runtime == "spark":
+                problems["offset.gap.policy"] = [
+                    "skip is honoured by the worker runtime only; the Spark runtime stops at a gap (run the "
+                    "connector once with runtime=worker to step over it)"
+                ]
             if parsed.mirror_mode is MirrorMode.RAW:
                 blockers = unsupported(parsed.source_consumer()) + unsupported(parsed.target_producer())
                 if blockers:
@@ -222,6 +241,13 @@ class MirrorSinkConfig(BaseModel):
     def group_filter(self) -> GroupFilter:
         """The ``groups`` / ``groups.exclude`` filter of checkpoints and group sync."""
         return GroupFilter.from_config(self.groups, self.groups_exclude)
+
+    @property
+    def gaps_partition(self) -> TargetPartition | None:
+        """Where the tasks record skipped ranges (``offset.gap.policy=skip`` only)."""
+        if self.offset_gap_policy is not OffsetGapPolicy.SKIP:
+            return None
+        return TargetPartition(gaps_topic(self.source_alias), 0)
 
     @property
     def offset_syncs_partition(self) -> TargetPartition | None:
@@ -317,6 +343,10 @@ KEY_DOCS: dict[str, str] = {
     "source.group.commit.interval.ms": "How often positions are committed to the source group; 0 disables.",
     "offset.fallback": "Start of a partition with no stored offset: earliest, latest or source-group.",
     "offset.fallback.group.id": "Source group whose offsets source-group copies once (default source.group.id).",
+    "offset.gap.policy": "Where source records were deleted before they were mirrored (retention, DeleteRecords): "
+    "fail (default) stops the task naming every partition and range; skip steps over the range and records it, "
+    "in the same transaction, in mirror-sink-gaps.{source alias}.internal on the target, in the offset syncs "
+    "and in mirror_sink_skipped_records_total (exactly-once only). A recreated topic is never skipped over.",
     "transaction.boundary": (
         "caught-up: a transaction ends as soon as the task has written everything the source had "
         "(bounded by the interval and transaction.max.bytes); interval: only at those bounds."

@@ -20,6 +20,7 @@ from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
 from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
+from mirror_sink.core.skipped_ranges import SkippedRange
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
 
@@ -45,6 +46,9 @@ class Ownership:
         self.committed: dict[SourcePartition, int] = {}
         #: Start offsets chosen by the fallback that no commit has saved yet.
         self.unsaved_start: set[SourcePartition] = set()
+        #: Ranges stepped over (``offset.gap.policy=skip``) that no commit has recorded yet: the
+        #: next commit records each with the offset that moves past it, or none of them.
+        self.skipping: dict[SourcePartition, SkippedRange] = {}
         #: The id of each source topic read, as it was when its partitions were assigned: committed
         #: beside every offset, so a topic created again under the same name is known by its new id.
         self.topic_ids: dict[str, str] = {}
@@ -158,12 +162,38 @@ class Ownership:
         """What is committed beside the shadow offset of ``source``: its topic's id."""
         return commit_metadata(self.topic_ids.get(source.topic))
 
-    def explain_out_of_range(self, exc: SourceOffsetOutOfRange) -> None:
+    def out_of_range(self, exc: SourceOffsetOutOfRange) -> list[SkippedRange]:
         """A fetch found its offset gone: raise what happened to every partition read (with the
-        topic ids the committed offsets belong to), or ``exc`` itself when the check finds nothing."""
+        topic ids the committed offsets belong to), or ``exc`` itself when the check finds nothing.
+
+        With ``offset.gap.policy=skip``, return the ranges deleted before they were mirrored
+        instead: their partitions' committed offsets move to the first offset still there (where the
+        rewind after the aborted cycle reads from), and the next commit records the ranges.
+        """
         stored = {tp: StoredOffset(offset, self.topic_ids.get(tp.topic)) for tp, offset in self.committed.items()}
-        self.resolver.check(stored)
-        raise exc
+        skipped = self.resolver.check(stored)
+        if not skipped:
+            raise exc
+        self._skip(skipped)
+        return skipped
+
+    def _skip(self, ranges: list[SkippedRange]) -> None:
+        for gap in ranges:
+            earlier = self.skipping.get(gap.source)
+            # Retention may overtake again before the first range is recorded: one range from the
+            # first offset missing to the first offset still there.
+            first = earlier.first_missing if earlier is not None else gap.first_missing
+            self.skipping[gap.source] = SkippedRange(gap.source, gap.topic_id, first, gap.first_present)
+            self.committed[gap.source] = gap.first_present
+            self.log.warning(
+                "offset.gap.policy=skip: %s were deleted on the source before they were mirrored; stepping over "
+                "them, and the next commit records the range",
+                self.skipping[gap.source].describe(),
+            )
+
+    def recorded(self) -> None:
+        """The open ranges were committed with their offsets."""
+        self.skipping.clear()
 
     # -- what to read, and from where -----------------------------------------------------------
     def _sync_reading(self) -> None:
@@ -180,6 +210,7 @@ class Ownership:
                 del self.reading[tp]
                 self.committed.pop(tp, None)
                 self.unsaved_start.discard(tp)
+                self.skipping.pop(tp, None)  # its next owner finds the range again
         added = {source: target for source, target in desired.items() if source not in self.reading}
         if not added:
             return
@@ -188,6 +219,7 @@ class Ownership:
         self.run.path.assign(starts.offsets)
         self.reading.update(added)
         self.committed.update(starts.offsets)
+        self._skip(list(starts.skipped.values()))
         # Saved by the next commit, so a restart cannot resolve "latest" again.
         self.unsaved_start |= starts.unsaved
         self.log.info("reading %d source partitions from %s", len(added), fmt_offsets(starts.offsets))

@@ -75,6 +75,12 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
                 required=False,
             )
         )  # fmt: skip
+    if config.gaps_partition is not None:
+        gaps = config.gaps_partition.topic
+        acls += [
+            RequiredAcl("target", "CREATE", "TOPIC", gaps, "LITERAL", "create the skipped-ranges audit topic"),
+            RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges (offset.gap.policy=skip)"),
+        ]
     if config.sync_topic_acls_enabled:
         acls.append(
             RequiredAcl(
@@ -128,6 +134,12 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
         acls += [
             RequiredAcl("target", "CREATE", "TOPIC", cps, "LITERAL", "create the checkpoints topic"),
             RequiredAcl("target", "WRITE", "TOPIC", cps, "LITERAL", "write checkpoints", required=False),
+        ]
+    if config.gaps_partition is not None:
+        gaps = config.gaps_partition.topic
+        acls += [
+            RequiredAcl("target", "CREATE", "TOPIC", gaps, "LITERAL", "create the skipped-ranges audit topic"),
+            RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges (offset.gap.policy=skip)"),
         ]
     if config.sync_topic_acls_enabled:
         acls.append(

@@ -13,6 +13,10 @@ each is named here, for every affected partition at once, instead of being cross
 - **a source that ends before the stored offset** without an id to compare (offsets stored before
   ids were, or a log truncated after an unclean leader election).
 
+Only the first may be stepped over, and only when the operator says so (``offset.gap.policy=skip``):
+the range is then recorded (``mirror_sink.core.skipped_ranges``), never crossed silently. A recreated
+topic or a truncated log always stops the mirror.
+
 The checks run where mirroring of a partition starts (``StartOffsetResolver``, for the worker's
 tasks and the Spark planner alike) and when a running task's fetch finds its offset gone.
 """
@@ -27,6 +31,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.skipped_ranges import SkippedRange
 
 _METADATA_PREFIX = "source-topic-id="
 
@@ -78,20 +83,26 @@ def check_continuity(
     watermarks: Mapping[SourcePartition, tuple[int, int]],
     topic_ids: Mapping[str, str],
     group: str,
-) -> None:
+    *,
+    skip_deleted: bool = False,
+) -> list[SkippedRange]:
     """Raise ``SourceDiscontinuity`` when any stored offset can no longer be continued from.
 
     ``watermarks`` hold each partition's log start and last stable offset now; ``topic_ids`` each
-    topic's id now.
+    topic's id now. With ``skip_deleted`` (``offset.gap.policy=skip``), records deleted before they
+    were mirrored are returned as the ranges to skip instead (when nothing else is wrong).
     """
     recreated: dict[str, list[str]] = {}
     gone: list[str] = []
+    skipped: list[SkippedRange] = []
     beyond: list[str] = []
     for tp, held in sorted(stored.items()):
         now_id = topic_ids.get(tp.topic)
         low, high = watermarks[tp]
         if held.topic_id and now_id and held.topic_id != now_id:
             recreated.setdefault(tp.topic, []).append(f"{tp} at {held.offset} (the topic now holds {low}..{high})")
+        elif held.offset < low and skip_deleted:
+            skipped.append(SkippedRange(tp, held.topic_id or now_id, held.offset, low))
         elif held.offset < low:
             gone.append(f"{tp}: first missing {held.offset}, first still there {low} ({low - held.offset} records)")
         elif held.offset > high:
@@ -118,3 +129,4 @@ def check_continuity(
             ". ".join(problems) + ". Nothing was skipped: the mirror stops rather than cross the gap "
             "(docs/troubleshooting.md says what to do)"
         )
+    return skipped

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy
 from connectors.source_continuity import StoredOffset, check_continuity, source_topic_ids, stored_topic_id
 from mirror_sink.core import clients
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.retry import retry_call
+from mirror_sink.core.skipped_ranges import SkippedRange
 from mirror_sink.core.stable_offsets import read_stable_commits, read_stable_offsets
 
 #: How long a source partition's offsets may stay unreadable (a partition added moments ago).
@@ -32,12 +33,14 @@ _SOURCE_GROUP_DEADLINE_S = 60.0
 
 @dataclass(frozen=True)
 class StartOffsets:
-    """Resolved start offsets, which of them the shadow group does not hold yet, and the id of each
-    source topic now (committed beside its offsets from here on)."""
+    """Resolved start offsets, which of them the shadow group does not hold yet, the id of each
+    source topic now (committed beside its offsets from here on), and the ranges to skip to reach
+    them (``offset.gap.policy=skip``; their partitions start at each range's end)."""
 
     offsets: dict[SourcePartition, int]
     unsaved: frozenset[SourcePartition]
     topic_ids: dict[str, str]
+    skipped: dict[SourcePartition, SkippedRange]
 
 
 class StartOffsetResolver:
@@ -61,7 +64,9 @@ class StartOffsetResolver:
         """The start offset of each source partition in ``pairs`` (keyed by its target partition).
 
         Raises ``SourceDiscontinuity`` when a stored offset cannot be continued from (its records were
-        deleted, its topic was created again, the source ends before it): never skipped silently.
+        deleted, its topic was created again, the source ends before it): never skipped silently. With
+        ``offset.gap.policy=skip``, deleted records are returned as ranges to skip, and their
+        partitions start at the first offset still there.
         """
         give_up_s = self.config.transaction_timeout_ms / 1000 + 30
         commits = read_stable_commits(self.shadow, pairs, give_up_after_s=give_up_s)
@@ -74,21 +79,31 @@ class StartOffsetResolver:
                 missing.append(source)
             else:
                 stored[source] = StoredOffset(commit.offset, stored_topic_id(commit.metadata))
-        self.check(stored, topic_ids)
+        skipped = {gap.source: gap for gap in self.check(stored, topic_ids)}
         offsets = {source: held.offset for source, held in stored.items()}
+        offsets.update({source: gap.first_present for source, gap in skipped.items()})
         if missing:
             offsets.update(self._fallback(missing))
-        return StartOffsets(offsets, frozenset(missing), topic_ids)
+        return StartOffsets(offsets, frozenset(missing), topic_ids, skipped)
 
-    def check(self, stored: Mapping[SourcePartition, StoredOffset], topic_ids: Mapping[str, str] | None = None) -> None:
+    def check(
+        self, stored: Mapping[SourcePartition, StoredOffset], topic_ids: Mapping[str, str] | None = None
+    ) -> list[SkippedRange]:
         """Raise ``SourceDiscontinuity`` naming every partition of ``stored`` that cannot be continued
-        from (``topic_ids``: the topics' ids now, read when not given)."""
+        from (``topic_ids``: the topics' ids now, read when not given); with
+        ``offset.gap.policy=skip``, return the deleted ranges to step over instead."""
         if not stored:
-            return
+            return []
         if topic_ids is None:
             topic_ids = source_topic_ids(self._admin(), [tp.topic for tp in stored])
         watermarks = {tp: self.watermarks(tp) for tp in stored}
-        check_continuity(stored, watermarks, topic_ids, self.config.shadow_group_id)
+        return check_continuity(
+            stored,
+            watermarks,
+            topic_ids,
+            self.config.shadow_group_id,
+            skip_deleted=self.config.offset_gap_policy is OffsetGapPolicy.SKIP,
+        )
 
     def _admin(self) -> AdminClient:
         if self._source_admin is None:

@@ -6,6 +6,7 @@ import time
 
 from mirror_sink.core import metrics as m
 from mirror_sink.core.data_path import DataPath
+from mirror_sink.core.skipped_ranges import SkippedRange
 
 
 class TaskMetrics:
@@ -24,6 +25,7 @@ class TaskMetrics:
         self._aborted = m.transactions_total.labels(*labels, "aborted")
         self._duration = m.transaction_seconds.labels(*labels)
         self._rebalances = m.rebalances_total.labels(*labels)
+        self._skipped_records = m.skipped_records_total.labels(*labels)  # 0 until a range is skipped
         self._batches: dict[str, int] = {}
         self._cycle_started: float | None = None
 
@@ -45,6 +47,10 @@ class TaskMetrics:
             self._duration.observe(time.monotonic() - self._cycle_started)
             self._cycle_started = None
         self._path_counters(path)
+
+    def skipped(self, gap: SkippedRange) -> None:
+        """A range deleted on the source before it was mirrored was stepped over and recorded."""
+        self._skipped_records.inc(gap.records)
 
     def aborted(self, path: DataPath) -> None:
         """The open cycle was aborted: nothing of it counts as sent."""

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.skipped_ranges import AuditRecord
 
 
 class Committer(Protocol):
@@ -29,12 +30,18 @@ class Committer(Protocol):
         """Called before the first record of a cycle."""
 
     def commit(
-        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+        self,
+        offsets: list[TopicPartition],
+        member: Consumer,
+        metadata: object,
+        spans: Sequence[SyncSpan] = (),
+        audit: Sequence[AuditRecord] = (),
     ) -> None:
         """Make the cycle's records and ``offsets`` durable, or raise AbortCycle / TaskFailure.
 
         ``spans``: what the cycle consumed per partition; a committer that writes offset syncs
-        writes one per span, in the same transaction.
+        writes one per span, in the same transaction. ``audit``: records that must commit with the
+        offsets, or not at all (skipped ranges); only a transactional committer takes them.
 
         ``metadata`` is the member's group metadata taken when the cycle's ownership was last
         confirmed (before its first record), not at commit time: librdkafka's background thread can

@@ -55,6 +55,12 @@ transaction_seconds = Histogram(
     TASK_LABELS,
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
 )
+skipped_records_total = Counter(
+    "mirror_sink_skipped_records",
+    "Source offsets stepped over because they were deleted before they were mirrored (offset.gap.policy=skip); "
+    "each range, with its partition, is in mirror-sink-gaps.{source alias}.internal.",
+    TASK_LABELS,
+)
 rebalances_total = Counter("mirror_sink_rebalances", "Shadow-group assignments and revocations.", TASK_LABELS)
 raw_batches_total = Counter(
     "mirror_sink_raw_batches",

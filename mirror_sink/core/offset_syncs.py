@@ -16,11 +16,18 @@ target offset of the first mirrored record whose source offset is ``>= S``; when
 below ``S`` is mirrored and none at or after it yet, to the target offset after the last mirrored one
 (the records between are only transaction markers).
 
+Skipped ranges (``offset.gap.policy=skip``, ``mirror_sink.core.skipped_ranges``). A sync may start
+with a gap: source offsets ``[source_start, skipped_to)`` were deleted on the source before they
+were mirrored and were stepped over on purpose. Translation never crosses a gap: a source offset
+whose first mirrored record at or after it lies past a gap has no exact target offset.
+
 Encoding. Key: MirrorMaker 2's OffsetSync key (int16-length topic, int32 partition) of the target
-partition. Value: int16 version 0, int16-length source topic, int64 source_start, int64 source_end,
-int32 run count, then per run three unsigned LEB128 varints: the source offset's distance from the
-previous run's end (from ``source_start`` for the first), the target offset's distance from the
-previous run's end (absolute for the first), and the count. A typical sync is about 40 bytes.
+partition. Value: int16 version, int16-length source topic, int64 source_start, int64 source_end,
+in version 1 only int64 skipped_to, then int32 run count, then per run three unsigned LEB128
+varints: the source offset's distance from the previous run's end (from ``source_start`` for the
+first), the target offset's distance from the previous run's end (absolute for the first), and the
+count. A typical sync is about 40 bytes. Version 0 is written whenever nothing was skipped, so
+readers of before version 1 read every sync that does not carry a gap.
 """
 
 from __future__ import annotations
@@ -36,8 +43,11 @@ from mirror_sink.core.checkpoints import kafka_string, read_kafka_string
 from mirror_sink.core.partitions import TargetPartition
 
 VERSION = 0
+#: The version of a sync that starts with a skipped range.
+VERSION_WITH_GAP = 1
 _HEAD = struct.Struct(">h")
 _RANGE = struct.Struct(">qqi")
+_RANGE_WITH_GAP = struct.Struct(">qqqi")
 _PARTITION = struct.Struct(">i")
 
 
@@ -66,6 +76,8 @@ class SyncSpan(NamedTuple):
     source_topic: str
     source_start: int  # the shadow group's offset before the transaction
     source_end: int  # ... and after it
+    #: Offsets from ``source_start`` up to here were skipped on purpose (None: nothing skipped).
+    skipped_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +89,8 @@ class OffsetSync:
     source_start: int
     source_end: int
     runs: tuple[SyncRun, ...]
+    #: ``[source_start, skipped_to)`` was skipped on purpose, never mirrored (None: nothing skipped).
+    skipped_to: int | None = None
 
     def encode_key(self) -> bytes:
         """MirrorMaker 2's OffsetSync key layout: the target topic and partition."""
@@ -84,9 +98,14 @@ class OffsetSync:
 
     def encode_value(self) -> bytes:
         """The compact value (see the module docstring)."""
-        out = bytearray(_HEAD.pack(VERSION))
-        out += kafka_string(self.source_topic)
-        out += _RANGE.pack(self.source_start, self.source_end, len(self.runs))
+        if self.skipped_to is None:
+            out = bytearray(_HEAD.pack(VERSION))
+            out += kafka_string(self.source_topic)
+            out += _RANGE.pack(self.source_start, self.source_end, len(self.runs))
+        else:
+            out = bytearray(_HEAD.pack(VERSION_WITH_GAP))
+            out += kafka_string(self.source_topic)
+            out += _RANGE_WITH_GAP.pack(self.source_start, self.source_end, self.skipped_to, len(self.runs))
         source, target = self.source_start, 0
         for run in self.runs:
             _varint(out, run.source - source)
@@ -102,11 +121,16 @@ class OffsetSync:
             topic, at = read_kafka_string(key, 0)
             (partition,) = _PARTITION.unpack_from(key, at)
             (version,) = _HEAD.unpack_from(value, 0)
-            if version != VERSION:
-                raise ValueError(f"offset sync version {version} (this reader knows {VERSION})")
+            skipped_to: int | None = None
             source_topic, at = read_kafka_string(value, 2)
-            source_start, source_end, count = _RANGE.unpack_from(value, at)
-            at += _RANGE.size
+            if version == VERSION:
+                source_start, source_end, count = _RANGE.unpack_from(value, at)
+                at += _RANGE.size
+            elif version == VERSION_WITH_GAP:
+                source_start, source_end, skipped_to, count = _RANGE_WITH_GAP.unpack_from(value, at)
+                at += _RANGE_WITH_GAP.size
+            else:
+                raise ValueError(f"offset sync version {version} (this reader knows {VERSION} and {VERSION_WITH_GAP})")
             runs = []
             source, target = source_start, 0
             for _ in range(count):
@@ -118,7 +142,7 @@ class OffsetSync:
                 source, target = run.source + n, run.target + n
         except (struct.error, IndexError, UnicodeDecodeError) as exc:
             raise ValueError(f"not an offset sync record: {exc}") from exc
-        return cls(TargetPartition(topic, partition), source_topic, source_start, source_end, tuple(runs))
+        return cls(TargetPartition(topic, partition), source_topic, source_start, source_end, tuple(runs), skipped_to)
 
 
 class CycleOffsets:
@@ -183,7 +207,8 @@ def offset_syncs(
         for i in range(0, max(len(mine), 1), max_runs):
             chunk = mine[i : i + max_runs]
             end = mine[i + max_runs].source if i + max_runs < len(mine) else span.source_end
-            out.append(OffsetSync(span.target, span.source_topic, start, end, chunk))
+            skipped_to = span.skipped_to if i == 0 else None  # a gap always opens the span
+            out.append(OffsetSync(span.target, span.source_topic, start, end, chunk, skipped_to))
             start = end
     return out
 
@@ -193,10 +218,11 @@ class PartitionIndex:
 
     Runs are kept in three int64 arrays (24 bytes per run; a run per transaction per partition in
     the common case). A sync that starts below what is known (the shadow group was reset and the
-    source re-mirrored) replaces what it overlaps: the newest mapping wins.
+    source re-mirrored) replaces what it overlaps: the newest mapping wins. Skipped ranges are
+    kept beside the runs, so that translation never crosses one.
     """
 
-    __slots__ = ("_count", "_source", "_target", "oldest", "source_end", "source_start")
+    __slots__ = ("_count", "_source", "_target", "gaps", "oldest", "source_end", "source_start")
 
     def __init__(self) -> None:
         self._source = array("q")
@@ -204,7 +230,9 @@ class PartitionIndex:
         self._count = array("q")
         self.source_start: int | None = None  # lowest source offset the runs kept translate
         self.oldest: int | None = None  # lowest source offset any sync read covered (before forgetting)
-        self.source_end = -1  # every source offset below it is mirrored and known
+        self.source_end = -1  # every source offset below it is mirrored (or skipped) and known
+        #: Skipped ranges ``(first missing, first present)``, ascending; few (one per gap ever skipped).
+        self.gaps: list[tuple[int, int]] = []
 
     def add(self, sync: OffsetSync) -> None:
         """Take a committed sync (in commit order)."""
@@ -221,6 +249,8 @@ class PartitionIndex:
         elif sync.source_start < self.source_end:
             self._forget_from(sync.source_start)  # re-mirrored: the newest mapping wins
             self.source_end = sync.source_start
+        if sync.skipped_to is not None and sync.skipped_to > sync.source_start:
+            self.gaps.append((sync.source_start, sync.skipped_to))
         for run in sync.runs:
             self._source.append(run.source)
             self._target.append(run.target)
@@ -228,6 +258,7 @@ class PartitionIndex:
         self.source_end = max(self.source_end, sync.source_end)
 
     def _forget_from(self, source: int) -> None:
+        self.gaps = [(a, min(b, source)) for a, b in self.gaps if a < source]
         while self._source and self._source[-1] >= source:
             for a in (self._source, self._target, self._count):
                 a.pop()
@@ -248,6 +279,8 @@ class PartitionIndex:
             for a in (self._source, self._target, self._count):
                 del a[:keep]
         self.source_start = source_offset
+        # A gap ending at or below the floor cannot be crossed by an offset at or above it.
+        self.gaps = [(a, b) for a, b in self.gaps if b > source_offset]
 
     def records_from(self, source_offset: int) -> int:
         """How many mirrored records have a source offset at or after ``source_offset``."""
@@ -273,10 +306,30 @@ class PartitionIndex:
         if i >= 0 and source_offset < self._source[i] + self._count[i]:
             return self._target[i] + source_offset - self._source[i]
         if i + 1 < len(self._source):
-            return self._target[i + 1]
-        if not self._source:
+            answer, answer_source = self._target[i + 1], self._source[i + 1]
+        elif not self._source:
             return None  # nothing mirrored yet: no target offset to name
-        return self._target[-1] + self._count[-1]
+        else:
+            answer, answer_source = self._target[-1] + self._count[-1], self.source_end
+        if self._gap_between(source_offset, answer_source) is not None:
+            return None  # the records between were skipped, not mirrored: no exact answer
+        return answer
+
+    def gap_in_the_way(self, source_offset: int) -> tuple[int, int] | None:
+        """The skipped range that keeps ``source_offset`` from translating: it lies in the range, or
+        only transaction markers lie between it and the range (None: no range is in the way)."""
+        if self.source_start is None or not self.source_start <= source_offset <= self.source_end:
+            return None
+        i = bisect_right(self._source, source_offset) - 1
+        if i >= 0 and source_offset < self._source[i] + self._count[i]:
+            return None
+        next_source = self._source[i + 1] if i + 1 < len(self._source) else self.source_end
+        return self._gap_between(source_offset, next_source)
+
+    def _gap_between(self, source_from: int, source_to: int) -> tuple[int, int] | None:
+        """A skipped range ending in ``(source_from, source_to]``: going from one to the other steps
+        over records that were never mirrored."""
+        return next(((a, b) for a, b in self.gaps if source_from < b <= source_to), None)
 
 
 class OffsetIndex:
@@ -310,6 +363,16 @@ class OffsetIndex:
         """The lowest source offset ``target``'s syncs still translate."""
         index = self.partitions.get(target)
         return None if index is None else index.source_start
+
+    def gaps(self, target: TargetPartition) -> list[tuple[int, int]]:
+        """The skipped source ranges ``(first missing, first present)`` ``target``'s syncs still know."""
+        index = self.partitions.get(target)
+        return [] if index is None else list(index.gaps)
+
+    def gap_in_the_way(self, target: TargetPartition, source_offset: int) -> tuple[int, int] | None:
+        """The skipped range that keeps ``source_offset`` from translating (``PartitionIndex``)."""
+        index = self.partitions.get(target)
+        return None if index is None else index.gap_in_the_way(source_offset)
 
     def mirrored_to(self, target: TargetPartition) -> int | None:
         """The source offset below which everything of ``target``'s source partition is mirrored."""

@@ -148,6 +148,18 @@ class Failover:
                 translations.append(Translation(group, topic, target, offset, index.translate(target, offset)))
         translations = self._fill_from_checkpoints(translations)
         missing = [t for t in translations if t.target_offset is None]
+        across = [(t, gap) for t in missing if (gap := index.gap_in_the_way(t.target, t.source_offset)) is not None]
+        if across:
+            where = ", ".join(
+                f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset} (offsets {a}..{b - 1} were "
+                "skipped: deleted on the source before they were mirrored)"
+                for t, (a, b) in across[:10]
+            )
+            raise FailoverRefused(
+                f"no exact target offset for: {where}. The group's next records were never mirrored, so no target "
+                "offset is exact; offset.gap.policy=skip recorded the ranges in the gaps topic. Move such a group "
+                "by hand past the gap if losing those records is acceptable"
+            )
         if missing:
             where = ", ".join(
                 f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset}" for t in missing[:10]

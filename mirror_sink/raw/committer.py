@@ -21,8 +21,9 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
-from mirror_sink.core.offset_syncs import CycleOffsets, OffsetSync, SyncSpan, offset_syncs
+from mirror_sink.core.offset_syncs import CycleOffsets, SyncSpan, offset_syncs
 from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.skipped_ranges import AuditRecord
 from mirror_sink.raw.producer import ProducePipeline
 from mirror_sink.raw.transactions import TransactionClient
 
@@ -63,17 +64,29 @@ class RawCommitter:
         self._open = True
 
     def commit(
-        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+        self,
+        offsets: list[TopicPartition],
+        member: Consumer,
+        metadata: object,
+        spans: Sequence[SyncSpan] = (),
+        audit: Sequence[AuditRecord] = (),
     ) -> None:
-        """Make every sent batch, its offset syncs and ``offsets`` durable together, or raise AbortCycle."""
+        """Make every sent batch, its offset syncs, ``audit`` and ``offsets`` durable together, or raise
+        AbortCycle."""
         self._open = True
         self.pipeline.flush()
         txn = self.transactions
         if not txn.transactional:
+            if audit:
+                raise TaskFailure("internal error: audit records need a transaction")
             _commit_as_member(offsets, member)
         else:
             if self.sync_partition is not None and spans:
                 self._send_syncs(self.sync_partition, spans)
+            for where, key, value in audit:
+                (batch, count), *_ = _batches([(key, value)])
+                self.pipeline.send(where, memoryview(batch), count, 0, None)
+            if audit or (self.sync_partition is not None and spans):
                 self.pipeline.flush()
             if offsets:
                 txn.send_offsets(offsets, metadata)
@@ -87,7 +100,7 @@ class RawCommitter:
             syncs = offset_syncs(spans, self.pipeline.offsets.take())
         except ValueError as exc:
             raise TaskFailure(f"internal error: offset syncs do not match the cycle: {exc}") from exc
-        for batch, count in _sync_batches(syncs):
+        for batch, count in _batches([(sync.encode_key(), sync.encode_value()) for sync in syncs]):
             self.pipeline.send(where, memoryview(batch), count, 0, None)
 
     def abort(self) -> None:
@@ -115,12 +128,12 @@ class RawCommitter:
         self._open = False
 
 
-def _sync_batches(syncs: list[OffsetSync]) -> list[tuple[bytearray, int]]:
-    """Plain v2 batches holding the syncs (the pipeline stamps producer id, epoch and sequence)."""
+def _batches(records: list[tuple[bytes, bytes]]) -> list[tuple[bytearray, int]]:
+    """Plain v2 batches holding ``(key, value)`` records (the pipeline stamps producer id, epoch and sequence)."""
     out: list[tuple[bytearray, int]] = []
     now = int(time.time() * 1000)
     i = 0
-    while i < len(syncs):
+    while i < len(records):
         builder = DefaultRecordBatchBuilder(
             magic=2,
             compression_type=0,
@@ -131,9 +144,9 @@ def _sync_batches(syncs: list[OffsetSync]) -> list[tuple[bytearray, int]]:
             batch_size=_SYNC_BATCH_BYTES,
         )
         first = i
-        while i < len(syncs):
-            sync = syncs[i]
-            if builder.append(i - first, now, sync.encode_key(), sync.encode_value(), []) is None:
+        while i < len(records):
+            key, value = records[i]
+            if builder.append(i - first, now, key, value, []) is None:
                 break
             i += 1
         out.append((builder.build(), i - first))

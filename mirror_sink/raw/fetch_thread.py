@@ -49,6 +49,7 @@ class FetchThread:
         decides whether the task fails or recovers, so the object itself is raised)."""
         if self.failure is not None:
             raise self.failure
+        self.fetcher.check_gone()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the thread and wait for it (its poll ends at once)."""

@@ -121,6 +121,9 @@ class _Partition:
     #: and when that response came (monotonic seconds).
     stable_end: int = -1
     looked_at: float = 0.0
+    #: The source no longer has ``position`` (deleted by retention): not fetched again until a seek
+    #: or reassignment, and raised in the task thread by ``check_gone``.
+    gone: SourceOffsetOutOfRange | None = None
 
     @property
     def at_stable_end(self) -> bool:
@@ -187,11 +190,21 @@ class RawFetcher:
             part.position = offset
             part.epoch = next(self._epochs)
             part.in_flight = False
+            part.gone = None
+            part.retry_at = 0.0
 
     def _drop_queue(self, part: _Partition) -> None:
         self.budget.give_back(part.queued_charge)
         part.queue.clear()
         part.queued_bytes = part.queued_charge = 0
+
+    @_locked
+    def check_gone(self) -> None:
+        """Raise, in the task thread, ``SourceOffsetOutOfRange`` for the first partition whose next
+        offset the source no longer has (the task decides: fail, or skip and seek)."""
+        for part in self._parts.values():
+            if part.gone is not None:
+                raise part.gone
 
     @property
     def partitions(self) -> list[SourcePartition]:
@@ -235,7 +248,7 @@ class RawFetcher:
         held_back = False
         for tp in order[self._rotation :] + order[: self._rotation]:
             part = self._parts[tp]
-            if part.in_flight or part.retry_at > now:
+            if part.in_flight or part.retry_at > now or part.gone is not None:
                 continue
             if part.queued_bytes >= self.partition_max_bytes:
                 held_back = True
@@ -350,7 +363,10 @@ class RawFetcher:
         """Queue one partition's data; the response's frame when views of it were queued, else None."""
         where = f"source partition {tp}"
         if pd.error_code == KafkaErrorCode.OFFSET_OUT_OF_RANGE:
-            raise SourceOffsetOutOfRange(tp.topic, tp.partition, part.position, "OFFSET_OUT_OF_RANGE")
+            # Not raised here: the fetch thread goes on for the other partitions, and this one waits
+            # for the task's decision (``check_gone``, then a seek past the gap or a failure).
+            part.gone = SourceOffsetOutOfRange(tp.topic, tp.partition, part.position, "OFFSET_OUT_OF_RANGE")
+            return None
         if pd.error_code in _FETCH_AGAIN:
             log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
             self.wire.refresh_metadata()

@@ -25,6 +25,7 @@ from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriabl
 from mirror_sink.core.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.retry import retry_call
+from mirror_sink.core.skipped_ranges import AuditRecord
 
 log = logging.getLogger(__name__)
 
@@ -215,13 +216,20 @@ class TransactionalCommitter(_CommitterBase):
             self._open = True
 
     def commit(
-        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+        self,
+        offsets: list[TopicPartition],
+        member: Consumer,
+        metadata: object,
+        spans: Sequence[SyncSpan] = (),
+        audit: Sequence[AuditRecord] = (),
     ) -> None:
         """Send the offset syncs and the offsets with the owning generation's metadata (fencing) and
-        commit, all or nothing."""
+        commit, all or nothing (``audit`` with them)."""
         self.begin()
         if self.sync_topic is not None and spans:
             self._produce_syncs(self.sync_topic, spans)
+        for where, key, value in audit:
+            self._produce(where.topic, where.partition, key, value)
         self._offset_topics = sorted({tp.topic for tp in offsets})
         _call(
             "send_offsets_to_transaction",
@@ -248,12 +256,15 @@ class TransactionalCommitter(_CommitterBase):
         except ValueError as exc:
             raise TaskFailure(f"internal error: offset syncs do not match the cycle: {exc}") from exc
         for sync in syncs:
-            while True:
-                try:
-                    self.producer.produce(topic, sync.encode_value(), sync.encode_key(), partition=0)
-                    break
-                except BufferError:
-                    self.producer.poll(0.05)
+            self._produce(topic, 0, sync.encode_key(), sync.encode_value())
+
+    def _produce(self, topic: str, partition: int, key: bytes, value: bytes) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value, key, partition=partition)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
 
     def abort(self) -> None:
         """Abort the open transaction: none of its records or offsets ever become visible."""
@@ -291,12 +302,20 @@ class AtLeastOnceCommitter(_CommitterBase):
         self._open = True
 
     def commit(
-        self, offsets: list[TopicPartition], member: Consumer, metadata: object, spans: Sequence[SyncSpan] = ()
+        self,
+        offsets: list[TopicPartition],
+        member: Consumer,
+        metadata: object,
+        spans: Sequence[SyncSpan] = (),
+        audit: Sequence[AuditRecord] = (),
     ) -> None:
         """Commit ``offsets`` only once every record of the cycle is acknowledged (as the member now is).
 
-        No offset syncs: without a transaction they could not be made atomic with the records.
+        No offset syncs and no audit records: without a transaction they could not be made atomic
+        with the records.
         """
+        if audit:
+            raise TaskFailure("internal error: audit records need a transaction")
         remaining = self.producer.flush(self.timeout_s)
         self.deliveries.raise_if_fatal()
         errors = self.deliveries.take()

@@ -22,16 +22,17 @@ class TopicFactory(Protocol):
 class MirrorFactory(Protocol):
     """Makes an unstarted mirror process for a connector config and worker id."""
 
-    def __call__(self, config: dict[str, str], worker_id: str = "w1") -> MirrorProcess: ...
+    def __call__(self, config: dict[str, str], worker_id: str = "w1", *extra: str) -> MirrorProcess: ...
 
 
 @pytest.fixture
 def mirror(tmp_path: Path) -> Iterator[MirrorFactory]:
-    """``mirror(config, worker_id)`` -> an unstarted MirrorProcess, killed at teardown if still alive."""
+    """``mirror(config, worker_id, *extra)`` -> an unstarted MirrorProcess (``extra``: more ``run``
+    flags), killed at teardown if still alive."""
     made: list[MirrorProcess] = []
 
-    def make(config: dict[str, str], worker_id: str = "w1") -> MirrorProcess:
-        process = MirrorProcess(config, worker_id, tmp_path)
+    def make(config: dict[str, str], worker_id: str = "w1", *extra: str) -> MirrorProcess:
+        process = MirrorProcess(config, worker_id, tmp_path, *extra)
         made.append(process)
         return process
 

@@ -17,6 +17,7 @@ from typing import Self
 import httpx
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from prometheus_client.parser import text_string_to_metric_families
 
 from devkafka.backends import KafkaEndpoint, reap_with_this_process
 from devkafka.cluster import free_port
@@ -556,3 +557,18 @@ def _stop_compacting(bootstrap: str, topic: str) -> None:
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[lag])
     admin.incremental_alter_configs([resource])[resource].result(30)
     time.sleep(2)  # a cleaner pass that began before the change finishes within milliseconds here
+
+
+def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample of ``url`` by name: (labels, value)."""
+    text = httpx.get(url, timeout=10).text
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return out
+
+
+def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    return sum(v for lab, v in samples.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))

@@ -10,7 +10,6 @@ from pathlib import Path
 import httpx
 import yaml
 from confluent_kafka import Consumer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
@@ -22,7 +21,9 @@ from tests.integration.harness import (
     Unique,
     WorkerProcess,
     mirror_config,
+    scrape,
     shadow_caught_up,
+    total,
     wait_until,
 )
 
@@ -41,21 +42,6 @@ def used_series() -> set[str]:
     for expr in exprs:
         names |= set(re.findall(r"\b((?:kafka_connect|mirror_sink)_[a-z0-9_]+)", expr))
     return names
-
-
-def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """Every sample of ``url`` by name: (labels, value)."""
-    text = httpx.get(url, timeout=10).text
-    out: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
-    return out
-
-
-def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
-    """The sum of ``name``'s samples whose labels include ``labels``."""
-    return sum(v for lab, v in samples.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
 
 
 def test_worker_metrics_count_what_was_mirrored_and_the_lag(

@@ -1,18 +1,35 @@
 """Never skip silently: source records deleted before they were mirrored, and a source topic deleted
 and created again, stop the mirror (both modes) with every affected partition named, before the next
-retry, and nothing after the gap is committed."""
+retry, and nothing after the gap is committed. With ``offset.gap.policy=skip`` the mirror steps over a
+deleted range instead, and the exact range is on record (audit topic, offset syncs, metric), with
+every record after it mirrored exactly once."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import signal
 import time
 
 import pytest
 
 from devkafka.backends import KafkaEndpoint
+from devkafka.cluster import free_port
 from devkafka.data import Rec, committed_offsets, delete_records, produce, read_all, recreate_topic, topic_id
+from mirror_sink.core.offset_syncs import OffsetIndex
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.skipped_ranges import gaps_topic
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import MirrorProcess, Unique, mirror_config, shadow_caught_up, wait_until
+from tests.integration.harness import (
+    MirrorProcess,
+    Unique,
+    mirror_config,
+    offset_syncs_of,
+    scrape,
+    shadow_caught_up,
+    total,
+    wait_until,
+)
 
 MODES = ("raw", "record")
 #: How soon a stopped mirror must say so: before the next retry, not after a minute.
@@ -156,3 +173,119 @@ def test_a_source_topic_created_again_fails_the_mirror_naming_both_ids(
     for p in (0, 1):
         assert f"{topic}-{p} at 100 (the topic now holds 0..{end})" in log, proc.log_tail()
     _nothing_more(source, target, topic, name, {0: 100, 1: 100})
+
+
+def _skipped_exactly(
+    target: KafkaEndpoint,
+    topic: str,
+    before: dict[int, list[Rec]],
+    gaps: dict[int, tuple[int, int]],
+) -> None:
+    """The target holds every source record but the skipped ranges, exactly once and in order; each
+    range is on record once in the audit topic and as a gap marker in the offset syncs, and
+    translation never crosses it."""
+    target_topic = f"source.{topic}"
+    mirrored = read_all(target.bootstrap_servers, target_topic)
+    for p, records in before.items():
+        first, end = gaps.get(p, (0, 0))
+        want = [r.content() for r in records if not first <= r.offset < end]
+        assert [r.content() for r in mirrored.get(p, [])] == want, f"{target_topic}-{p}: not exactly once past the gap"
+    audit = [json.loads(r.value or b"") for r in read_all(target.bootstrap_servers, gaps_topic("source")).get(0, [])]
+    recorded = {a["partition"]: (a["first_missing"], a["first_present"]) for a in audit if a["topic"] == topic}
+    assert recorded == gaps and len([a for a in audit if a["topic"] == topic]) == len(gaps), audit
+    syncs = offset_syncs_of(target, target_topic)
+    index = OffsetIndex()
+    for sync in syncs:
+        index.add(sync)
+    for p, records in before.items():
+        mine = [s for s in syncs if s.target.partition == p]
+        for earlier, later in itertools.pairwise(mine):
+            assert later.source_start == earlier.source_end, f"{target_topic}-{p}: syncs leave a hole"
+        marked = [(s.source_start, s.skipped_to) for s in mine if s.skipped_to is not None]
+        assert marked == ([gaps[p]] if p in gaps else []), f"{target_topic}-{p}: gap markers {marked}"
+        if p in gaps:
+            first, end = gaps[p]
+            tp = TargetPartition(target_topic, p)
+            assert index.translate(tp, first) is None and index.translate(tp, end - 1) is None
+            # The first record after the gap, where it landed on the target.
+            first_after = next(r for r in records if r.offset >= end).content()
+            landed = next(r.offset for r in mirrored[p] if r.content() == first_after)
+            assert index.translate(tp, end) == landed
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_skip_steps_over_records_deleted_while_stopped_and_records_the_exact_range(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+) -> None:
+    name, topic = unique(f"skip-{mode}"), source_topic(f"skip-{mode}", 3)
+    produce(source.bootstrap_servers, topic, _records(3, 100))
+    config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
+    _mirrored_then_stopped(mirror, config, source, target, topic)
+    produce(source.bootstrap_servers, topic, _records(3, 100, start=300))
+    before = read_all(source.bootstrap_servers, topic)
+    delete_records(source.bootstrap_servers, topic, {0: 150, 2: 150})
+
+    port = free_port()
+    proc = mirror({**config, "offset.gap.policy": "skip"}, "w1", "--metrics-port", str(port)).start()
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        90,
+        "the records after the gap mirrored",
+        detail=proc.log_tail,
+    )
+    samples = scrape(f"http://127.0.0.1:{port}/metrics")
+    assert total(samples, "mirror_sink_skipped_records_total", connector=name) == 100
+    assert proc.stop() == 0, proc.log_tail()
+    _skipped_exactly(target, topic, before, {0: (100, 150), 2: (100, 150)})
+    log = proc.log_text()
+    for p in (0, 2):
+        assert f"recorded skipped range {topic}-{p} offsets 100..149 (50 offsets)" in log, proc.log_tail()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_skip_steps_over_records_deleted_under_a_running_mirror_the_same_way(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+) -> None:
+    name, topic = unique(f"skip-live-{mode}"), source_topic(f"skip-live-{mode}", 2)
+    produce(source.bootstrap_servers, topic, _records(2, 100))
+    settings = {
+        "mirror.mode": mode,
+        "offset.gap.policy": "skip",
+        "target.cluster.consumer.session.timeout.ms": "30000",
+    }
+    config = mirror_config(name, source, target, topic, **settings)
+    proc = mirror(config).start()
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        90,
+        "the first records mirrored",
+        detail=proc.log_tail,
+    )
+    proc.signal(signal.SIGSTOP)
+    try:
+        time.sleep(1.5)
+        produce(source.bootstrap_servers, topic, _records(2, 100, start=200))
+        before = read_all(source.bootstrap_servers, topic)
+        delete_records(source.bootstrap_servers, topic, {0: 180, 1: 120})
+    finally:
+        proc.signal(signal.SIGCONT)
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        90,
+        "the records after the gap mirrored",
+        detail=proc.log_tail,
+    )
+    assert proc.stop() == 0, proc.log_tail()
+    _skipped_exactly(target, topic, before, {0: (100, 180), 1: (100, 120)})
+    log = proc.log_text()
+    assert "offset reset" not in log.lower(), [line for line in log.splitlines() if "reset" in line.lower()]

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback
+from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 from mirror_sink.core.secrets import MASK
@@ -474,3 +474,31 @@ def test_an_empty_topic_set_is_refused_naming_the_key(topics: str) -> None:
     with pytest.raises(ConfigError) as err:
         MirrorSinkConfig.parse({**BASE, "topics": topics})
     assert err.value.key == "topics"
+
+
+def test_the_gap_policy_fails_by_default_and_skip_names_its_audit_topic() -> None:
+    assert MirrorSinkConfig.parse(BASE).offset_gap_policy is OffsetGapPolicy.FAIL
+    assert MirrorSinkConfig.parse(BASE).gaps_partition is None
+    skip = MirrorSinkConfig.parse(_props(offset_gap_policy="skip", source_cluster_alias="east"))
+    assert skip.gaps_partition == ("mirror-sink-gaps.east.internal", 0)
+    assert MirrorSinkConfig.parse(skip.to_props()) == skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"transaction.producer": "false"}, "needs transaction.producer=true"),
+        ({"runtime": "spark"}, "worker runtime only"),
+        ({}, None),
+    ],
+)
+def test_skip_is_refused_where_the_range_could_not_be_recorded(extra: dict[str, str], says: str | None) -> None:
+    errors = MirrorSinkConfig.errors({**BASE, "offset.gap.policy": "skip", **extra})
+    if says is None:
+        assert errors == {}
+    else:
+        assert list(errors) == ["offset.gap.policy"] and says in errors["offset.gap.policy"][0]
+
+
+def test_an_unknown_gap_policy_names_the_key() -> None:
+    assert _parse_error(_props(offset_gap_policy="ignore")).key == "offset.gap.policy"

@@ -289,3 +289,64 @@ def test_failover_never_selects_the_mirrors_own_groups() -> None:
     # On the target, connect-m is the shadow group: moving it would overwrite the mirror's own offsets.
     assert failover._select(re.compile(".*"), groups) == ["billing", "console-consumer-7"]
     assert failover._select(None, groups) == ["billing"]
+
+
+def test_a_sync_that_opens_with_a_skipped_range_round_trips_as_version_1() -> None:
+    sync = OffsetSync(TP, "orders", 100, 160, (SyncRun(150, 40, 10),), skipped_to=150)
+    value = sync.encode_value()
+    assert struct.unpack_from(">h", value)[0] == 1
+    assert OffsetSync.decode(sync.encode_key(), value) == sync
+    plain = OffsetSync(TP, "orders", 100, 160, (SyncRun(150, 40, 10),))
+    assert struct.unpack_from(">h", plain.encode_value())[0] == 0, "nothing skipped: readers of version 0 read it"
+
+
+def test_only_the_first_of_a_split_transaction_s_syncs_carries_its_gap() -> None:
+    runs = tuple(SyncRun(150 + 2 * i, 10 + i, 1) for i in range(6))
+    syncs = offset_syncs([SyncSpan(TP, "orders", 100, 170, skipped_to=150)], {TP: runs}, max_runs=4)
+    assert [(s.source_start, s.skipped_to) for s in syncs] == [(100, 150), (158, None)]
+
+
+def test_translation_never_crosses_a_skipped_range() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 100, (SyncRun(0, 0, 100),)))
+    # 100..149 deleted on the source before they were mirrored; 150..159 mirrored at 100..109.
+    index.add(OffsetSync(TP, "orders", 100, 160, (SyncRun(150, 100, 10),), skipped_to=150))
+    assert index.gaps(TP) == [(100, 150)]
+    assert index.translate(TP, 99) == 99, "a record before the gap translates"
+    assert index.translate(TP, 100) is None, "the gap's first offset: its next record lies past the gap"
+    assert index.translate(TP, 149) is None
+    assert index.translate(TP, 150) == 100, "the first record after the gap translates"
+    assert index.translate(TP, 160) == 110
+    assert index.mirrored_to(TP) == 160
+
+
+def test_a_gap_with_nothing_mirrored_after_it_yet_translates_only_its_end() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 10, (SyncRun(0, 0, 10),)))
+    index.add(OffsetSync(TP, "orders", 10, 30, (), skipped_to=30))
+    assert index.translate(TP, 9) == 9
+    assert index.translate(TP, 10) is None and index.translate(TP, 29) is None
+    assert index.translate(TP, 30) == 10, "at the gap's end: the next record will land after the last one"
+
+
+def test_forgetting_below_a_gap_s_end_drops_the_gap_and_a_remirror_below_it_too() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 10, (SyncRun(0, 0, 10),)))
+    index.add(OffsetSync(TP, "orders", 10, 30, (SyncRun(20, 10, 10),), skipped_to=20))
+    index.forget_below({TP: 25})
+    assert index.gaps(TP) == []
+    assert index.translate(TP, 25) == 15
+    again = OffsetIndex()
+    again.add(OffsetSync(TP, "orders", 0, 10, (SyncRun(0, 0, 10),)))
+    again.add(OffsetSync(TP, "orders", 10, 30, (SyncRun(20, 10, 10),), skipped_to=20))
+    again.add(OffsetSync(TP, "orders", 5, 30, (SyncRun(5, 50, 25),)))  # re-mirrored from 5: the gap is gone
+    assert again.gaps(TP) == []
+    assert again.translate(TP, 12) == 57
+
+
+def test_the_gap_in_the_way_is_named_only_where_it_keeps_an_offset_from_translating() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 100, (SyncRun(0, 0, 99),)))  # 99: a transaction marker
+    index.add(OffsetSync(TP, "orders", 100, 160, (SyncRun(150, 100, 10),), skipped_to=150))
+    assert [index.gap_in_the_way(TP, o) for o in (50, 99, 120, 150, 170)] == [None, (100, 150), (100, 150), None, None]
+    assert index.translate(TP, 99) is None, "only a marker lies between 99 and the gap: its next record is past it"

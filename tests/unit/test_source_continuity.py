@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from confluent_kafka import Uuid
 
@@ -13,7 +15,8 @@ from connectors.source_continuity import (
     kafka_uuid,
     stored_topic_id,
 )
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.skipped_ranges import SkippedRange
 
 OLD, NEW = "AAAAAAdbzRUAAAAAOt5osQ", "BBBBBAdbzRUAAAAAOt5osQ"
 
@@ -74,3 +77,41 @@ def test_topic_ids_are_written_as_kafka_prints_them() -> None:
     # Kafka's Uuid.toString: URL-safe base64 without padding (kafka-topics --describe shows the same).
     assert kafka_uuid(Uuid(-1, -5)) == "____________________-w"
     assert kafka_uuid(Uuid(123456789, 987654321)) == "AAAAAAdbzRUAAAAAOt5osQ"
+
+
+def test_with_skip_deleted_records_come_back_as_ranges_instead_of_a_failure() -> None:
+    a, b = SourcePartition("orders", 0), SourcePartition("orders", 1)
+    skipped = check_continuity(
+        {a: StoredOffset(100, OLD), b: StoredOffset(5, OLD)},
+        {a: (250, 400), b: (0, 9)},
+        {"orders": OLD},
+        "connect-m",
+        skip_deleted=True,
+    )
+    assert skipped == [SkippedRange(a, OLD, 100, 250)]
+    assert skipped[0].describe() == "orders-0 offsets 100..249 (150 offsets)"
+
+
+def test_skip_never_steps_over_a_topic_created_again() -> None:
+    a, b = SourcePartition("orders", 0), SourcePartition("pay", 0)
+    with pytest.raises(SourceDiscontinuity, match="deleted and created again"):
+        check_continuity(
+            {a: StoredOffset(100, OLD), b: StoredOffset(1, NEW)},
+            {a: (0, 4000), b: (50, 60)},
+            {"orders": NEW, "pay": NEW},
+            "connect-m",
+            skip_deleted=True,
+        )
+
+
+def test_the_audit_record_has_one_key_per_gap_and_the_whole_story_in_its_value() -> None:
+    gap = SkippedRange(SourcePartition("orders", 3), OLD, 100, 150)
+    other = SkippedRange(SourcePartition("orders", 3), OLD, 400, 420)
+    assert gap.audit_key() != other.audit_key(), "compaction must keep both gaps"
+    value = json.loads(
+        gap.audit_value(source_alias="us-east", target=TargetPartition("us-east.orders", 3), connector="m", task="m-0")
+    )
+    assert value["first_missing"] == 100 and value["first_present"] == 150 and value["offsets"] == 50
+    assert value["topic_id"] == OLD and value["target_topic"] == "us-east.orders"
+    assert value["source_cluster"] == "us-east"
+    assert json.loads(gap.audit_key()) == {"topic": "orders", "partition": 3, "topic_id": OLD, "first_missing": 100}
