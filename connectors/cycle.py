@@ -65,6 +65,8 @@ class Cycle:
         self._aborting_since: float | None = None
         self._stop = threading.Event()
         self._abandoned = False  # a cycle that had to abort while stopping: left to fence or timeout
+        #: Record mode reads by topic name: each commit first confirms the topics were not created again.
+        self._confirm_topic_ids = run.mode == "record"
 
     def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
@@ -144,6 +146,8 @@ class Cycle:
                 raise TaskFailure("internal error: records produced but no source offset advanced")
             return
         own = self.ownership
+        if self._confirm_topic_ids:
+            own.confirm_topic_ids(offsets)
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
             targets = [

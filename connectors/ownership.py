@@ -8,7 +8,7 @@ transactions, so a cycle never loses its partitions halfway.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -177,6 +177,26 @@ class Ownership:
         self._skip(skipped)
         return skipped
 
+    def confirm_topic_ids(self, sources: Iterable[SourcePartition]) -> None:
+        """Raise ``SourceDiscontinuity`` naming both ids when a topic of ``sources`` was deleted and
+        created again since its partitions were assigned.
+
+        Record mode asks before each commit: librdkafka fetches by topic name, so a topic created
+        again and grown past the position would otherwise be read on at the old offsets. (Raw mode
+        fetches by topic id and is refused by the broker instead.) A topic that does not exist now
+        proves nothing either way: its records in the cycle were read before it was deleted.
+        """
+        topics = sorted({tp.topic for tp in sources})
+        now = self.resolver.topic_ids_now(topics)
+        changed = {t for t in topics if t in now and self.topic_ids.get(t) not in (None, now[t])}
+        if changed:
+            stored = {
+                tp: StoredOffset(offset, self.topic_ids.get(tp.topic))
+                for tp, offset in self.committed.items()
+                if tp.topic in changed
+            }
+            self.resolver.check(stored, now)
+
     def _skip(self, ranges: list[SkippedRange]) -> None:
         for gap in ranges:
             earlier = self.skipping.get(gap.source)
@@ -216,7 +236,7 @@ class Ownership:
             return
         starts = self.resolver.resolve({target: source for source, target in added.items()})
         self.topic_ids.update(starts.topic_ids)
-        self.run.path.assign(starts.offsets)
+        self.run.path.assign(starts.offsets, starts.topic_ids)
         self.reading.update(added)
         self.committed.update(starts.offsets)
         self._skip(list(starts.skipped.values()))

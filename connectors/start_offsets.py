@@ -105,6 +105,10 @@ class StartOffsetResolver:
             skip_deleted=self.config.offset_gap_policy is OffsetGapPolicy.SKIP,
         )
 
+    def topic_ids_now(self, topics: list[str]) -> dict[str, str]:
+        """The current id of each of ``topics`` that exists on the source."""
+        return source_topic_ids(self._admin(), topics)
+
     def _admin(self) -> AdminClient:
         if self._source_admin is None:
             self._source_admin = clients.admin(self.config.source_admin(), f"{self.client_id}-topic-ids")

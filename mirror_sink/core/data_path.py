@@ -70,8 +70,9 @@ class DataPath(Protocol):
 
     committer: Committer
 
-    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
-        """Start reading these partitions at these offsets."""
+    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, str] | None = None) -> None:
+        """Start reading these partitions at these offsets; ``topic_ids``: the id of each topic the
+        offsets belong to (Kafka's printed form), where the path can ask by id."""
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop reading these partitions."""

@@ -52,6 +52,8 @@ class KafkaErrorCode(IntEnum):
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
     PRODUCER_FENCED = 90
+    UNKNOWN_TOPIC_ID = 100
+    INCONSISTENT_TOPIC_ID = 103
 
     @classmethod
     def of(cls, code: int) -> KafkaErrorCode | int:

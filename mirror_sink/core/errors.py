@@ -47,6 +47,11 @@ class Retriable(Exception):
     """Try again after a backoff (``mirror_sink.core.retry``); past the deadline it is raised as it is."""
 
 
+class SourceTruncated(TaskFailure):
+    """A source partition's log diverged from what was mirrored (KIP-320's diverging epoch): an unclean
+    leader election truncated records the target already holds."""
+
+
 class SourceOffsetOutOfRange(TaskFailure):
     """The source no longer has the offset a data path asked for: deleted by retention or
     DeleteRecords, a topic deleted and created again, a log truncated. Never skipped: the task checks

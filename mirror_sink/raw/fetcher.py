@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import struct
 import threading
 import time
+import uuid
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -28,8 +30,9 @@ from kafka.future import Future
 from kafka.protocol.consumer import FetchRequest
 
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
-from mirror_sink.core.errors import SourceOffsetOutOfRange, TaskFailure
+from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.topic_ids import as_text
 from mirror_sink.raw import receive
 from mirror_sink.raw.batches import (
     HEADER_SIZE,
@@ -49,7 +52,10 @@ _READ_COMMITTED = 1
 _FETCH_AGAIN = RETRIABLE | {KafkaErrorCode.UNKNOWN_SERVER_ERROR}
 #: After a partition error it is left out of Fetches this long (the others go on meanwhile).
 _RETRY_BACKOFF_S = 0.2
-_FETCH_VERSION = 12  # the last version that names topics (v13+ uses topic ids)
+#: v12 names topics; v13 (Kafka 3.1+) names them by id, so a topic deleted and created again under
+#: the same name answers UNKNOWN_TOPIC_ID instead of serving the new topic's records at old offsets.
+_FETCH_VERSIONS = (12, 13)
+_BY_TOPIC_ID = 13
 #: Smallest response worth a request: below it the fetcher waits for acknowledgements.
 _MIN_FETCH_BYTES = 64 * 1024
 #: Copies of a response the network layer holds while receiving and decoding it, so a Fetch in
@@ -58,6 +64,9 @@ _MIN_FETCH_BYTES = 64 * 1024
 #: the fetcher's own writable copy.
 _COPIES_IN_PLACE = 1
 _COPIES_KAFKA_PYTHON = 4
+#: A v2 batch's partitionLeaderEpoch: int32 after baseOffset and batchLength.
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_AT = 12
 #: A Fetch in flight is charged at most half the budget, leaving the rest for queued data.
 _FETCH_SHARE = 2
 
@@ -121,9 +130,14 @@ class _Partition:
     #: and when that response came (monotonic seconds).
     stable_end: int = -1
     looked_at: float = 0.0
-    #: The source no longer has ``position`` (deleted by retention): not fetched again until a seek
-    #: or reassignment, and raised in the task thread by ``check_gone``.
-    gone: SourceOffsetOutOfRange | None = None
+    #: The id of the topic the mirrored offsets belong to (Fetch v13 asks by it; None: not known yet).
+    topic_id: uuid.UUID | None = None
+    #: Leader epoch of the last batch fetched (KIP-320's last_fetched_epoch; -1 after a seek).
+    last_epoch: int = -1
+    #: The source no longer has ``position`` (deleted by retention, the topic created again, the log
+    #: truncated): not fetched again until a seek or reassignment, and raised in the task thread by
+    #: ``check_gone``.
+    gone: TaskFailure | None = None
 
     @property
     def at_stable_end(self) -> bool:
@@ -136,6 +150,7 @@ class _InFlight:
     future: Future
     reserved: int
     sent: dict[SourcePartition, tuple[int, int]]  # partition -> (its epoch, the fetch offset)
+    names: dict[uuid.UUID, str]  # topic id -> name, for v13 responses (which carry only ids)
 
 
 class RawFetcher:
@@ -164,14 +179,16 @@ class RawFetcher:
         #: freeing memory or taking items is then worth a nudge of the fetch thread.
         self.held_back = False
         self._copies = _COPIES_IN_PLACE if receive.installed() else _COPIES_KAFKA_PYTHON
-        wire.negotiate(FetchRequest, _FETCH_VERSION, _FETCH_VERSION)
+        self.version = wire.negotiate(FetchRequest, *_FETCH_VERSIONS)
 
     # -- assignment -----------------------------------------------------------------------------
     @_locked
-    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
-        """Start reading ``starts``' partitions at their offsets."""
+    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, uuid.UUID] | None = None) -> None:
+        """Start reading ``starts``' partitions at their offsets; ``topic_ids``: the id of each topic
+        the offsets belong to (else the id the metadata gives at the first fetch)."""
+        ids = topic_ids or {}
         for tp, offset in starts.items():
-            self._parts[tp] = _Partition(offset, next(self._epochs))
+            self._parts[tp] = _Partition(offset, next(self._epochs), topic_id=ids.get(tp.topic))
 
     @_locked
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
@@ -192,6 +209,7 @@ class RawFetcher:
             part.in_flight = False
             part.gone = None
             part.retry_at = 0.0
+            part.last_epoch = -1
 
     def _drop_queue(self, part: _Partition) -> None:
         self.budget.give_back(part.queued_charge)
@@ -200,8 +218,9 @@ class RawFetcher:
 
     @_locked
     def check_gone(self) -> None:
-        """Raise, in the task thread, ``SourceOffsetOutOfRange`` for the first partition whose next
-        offset the source no longer has (the task decides: fail, or skip and seek)."""
+        """Raise, in the task thread, what happened to the first partition whose next offset the source
+        no longer has: ``SourceOffsetOutOfRange`` (the task decides: fail, or skip and seek) or
+        ``SourceTruncated`` (the task fails)."""
         for part in self._parts.values():
             if part.gone is not None:
                 raise part.gone
@@ -253,7 +272,12 @@ class RawFetcher:
             if part.queued_bytes >= self.partition_max_bytes:
                 held_back = True
                 continue  # enough waiting for this partition: leave the budget to the others
-            leader = self.wire.leader(*tp)
+            leader = self.wire.leader(*tp)  # (None: unknown yet; the topic's metadata is requested)
+            if leader is not None and self.version >= _BY_TOPIC_ID and part.topic_id is None:
+                part.topic_id = self.wire.topic_id(tp.topic)  # pinned: the id of what is mirrored from here
+                if part.topic_id is None:
+                    self.wire.refresh_metadata()
+                    continue
             if leader is not None and leader not in self._inflight:
                 by_leader.setdefault(leader, []).append(tp)
         wait_ms = self.max_wait_ms
@@ -292,11 +316,14 @@ class RawFetcher:
             self.budget.take(charge)
             request = self._request(tps, max_bytes, wait_ms)
             sent = {}
+            names = {}
             for tp in tps:
                 part = self._parts[tp]
                 part.in_flight = True
                 sent[tp] = (part.epoch, part.position)
-            self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent)
+                if part.topic_id is not None:
+                    names[part.topic_id] = tp.topic
+            self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent, names)
         self.held_back = held_back
 
     def _request(self, tps: list[SourcePartition], max_bytes: int, wait_ms: int) -> FetchRequest:
@@ -304,18 +331,22 @@ class RawFetcher:
         topics: dict[str, list[Any]] = {}
         for tp in tps:
             topic, partition = tp
+            part = self._parts[tp]
             topics.setdefault(topic, []).append(
                 f.FetchTopic.FetchPartition(
                     partition=partition,
-                    current_leader_epoch=-1,
-                    fetch_offset=self._parts[tp].position,
-                    last_fetched_epoch=-1,
+                    # KIP-320: the broker refuses a stale or unknown leader, and answers a last fetched
+                    # epoch whose log ended earlier with the diverging epoch (a truncated source).
+                    current_leader_epoch=self.wire.leader_epoch(topic, partition),
+                    fetch_offset=part.position,
+                    last_fetched_epoch=part.last_epoch,
                     log_start_offset=-1,
                     partition_max_bytes=min(self.partition_max_bytes, max_bytes),
                 )
             )
+        by_id = self.version >= _BY_TOPIC_ID
         return f(
-            version=_FETCH_VERSION,
+            version=self.version,
             replica_id=-1,
             max_wait_ms=wait_ms,
             min_bytes=1,
@@ -323,7 +354,12 @@ class RawFetcher:
             isolation_level=_READ_COMMITTED,
             session_id=0,
             session_epoch=-1,
-            topics=[f.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+            topics=[
+                f.FetchTopic(topic_id=self._parts[SourcePartition(t, ps[0].partition)].topic_id, partitions=ps)
+                if by_id
+                else f.FetchTopic(topic=t, partitions=ps)
+                for t, ps in topics.items()
+            ],
             forgotten_topics_data=[],
             rack_id="",
         )
@@ -349,9 +385,11 @@ class RawFetcher:
                 self.wire.refresh_metadata()
                 continue
             frame: Any = None  # the response's frame, when queued batches are views of it
+            by_id = self.version >= _BY_TOPIC_ID
             for topic in flight.future.value.responses:
+                name = flight.names.get(topic.topic_id, "") if by_id else topic.topic
                 for pd in topic.partitions:
-                    found = current.get((topic.topic, pd.partition_index))
+                    found = current.get((name, pd.partition_index))
                     if found is not None:
                         frame = self._take_response(*found, pd) or frame
                     pd.records = None
@@ -366,6 +404,18 @@ class RawFetcher:
             # Not raised here: the fetch thread goes on for the other partitions, and this one waits
             # for the task's decision (``check_gone``, then a seek past the gap or a failure).
             part.gone = SourceOffsetOutOfRange(tp.topic, tp.partition, part.position, "OFFSET_OUT_OF_RANGE")
+            return None
+        if pd.error_code in (KafkaErrorCode.UNKNOWN_TOPIC_ID, KafkaErrorCode.INCONSISTENT_TOPIC_ID):
+            return self._topic_id_unknown(tp, part, pd.error_code)
+        diverging = getattr(pd, "diverging_epoch", None)
+        if diverging is not None and diverging.epoch >= 0 and 0 <= diverging.end_offset < part.position:
+            part.gone = SourceTruncated(
+                f"source partition {tp} diverged from what was mirrored (an unclean leader election truncated "
+                f"its log?): the mirror read up to offset {part.position} in leader epoch {part.last_epoch}, but "
+                f"the source's log of that epoch ends at offset {diverging.end_offset}. The target holds offsets "
+                f"{diverging.end_offset}..{part.position - 1} that the source no longer has; the mirror stops "
+                "rather than mirror over them (docs/troubleshooting.md)"
+            )
             return None
         if pd.error_code in _FETCH_AGAIN:
             log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
@@ -400,6 +450,23 @@ class RawFetcher:
             self.budget.take(last.extra)
         return None
 
+    def _topic_id_unknown(self, tp: SourcePartition, part: _Partition, code: int) -> None:
+        """The topic the mirrored offsets belong to is gone: created again under its name (the task
+        fails naming both ids), or deleted (asked again until the connector drops the topic)."""
+        now = self.wire.topic_id(tp.topic)
+        if part.topic_id is not None and now is not None and now != part.topic_id:
+            part.gone = SourceOffsetOutOfRange(
+                tp.topic,
+                tp.partition,
+                part.position,
+                f"the topic was deleted and created again: it has id {as_text(now)} now, the mirrored offsets "
+                f"belong to id {as_text(part.topic_id)}",
+            )
+            return
+        log.info("source partition %s: %s; refreshing metadata and retrying", tp, error_name(code))
+        self.wire.refresh_metadata()
+        part.retry_at = time.monotonic() + _RETRY_BACKOFF_S
+
     def _charge_frame(self, frame: Any) -> None:
         """Charge the whole of ``frame`` until it is freed: any one view keeps all of it in memory."""
         self.budget.take(len(frame))
@@ -422,6 +489,7 @@ class RawFetcher:
                     forwarded += len(view)
                 continue
             header = parse_header(view)
+            part.last_epoch = _LEADER_EPOCH.unpack_from(view, _LEADER_EPOCH_AT)[0]
             control = control_type(view) if header.is_control and len(view) > HEADER_SIZE else None
             # Every batch goes through the filter, those before the position too: an abort marker
             # there still ends its producer's aborted transaction for the batches after it.

@@ -24,6 +24,7 @@ from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.topic_ids import as_uuid
 from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
 from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.fetch_thread import FetchThread
@@ -132,9 +133,10 @@ class RawPath:
         self.fetching.start()
 
     # -- DataPath -------------------------------------------------------------------------------
-    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
-        """Fetch these partitions from these offsets."""
-        self.fetcher.assign(starts)
+    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, str] | None = None) -> None:
+        """Fetch these partitions from these offsets, by the topic ids given (Fetch v13+): a topic
+        created again under its name is then never read at the old topic's offsets."""
+        self.fetcher.assign(starts, {topic: as_uuid(text) for topic, text in (topic_ids or {}).items()})
         self._position.update(starts)
         self.fetcher.wire.wakeup()  # fetch them now, not at the fetch thread's next look
 

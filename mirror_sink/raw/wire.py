@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -216,6 +217,17 @@ class WireClient:
             self.refresh_metadata()
             return None
         return int(node)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition leader's epoch as the latest metadata gave it (-1: unknown), for KIP-320's
+        fencing of fetches from a stale or a newer leader."""
+        epoch = self._client.cluster.leader_epoch_for_partition(KTopicPartition(topic, partition))
+        return -1 if epoch is None else int(epoch)
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The topic's id as the latest metadata gave it (None: unknown yet)."""
+        found = self._client.cluster.topic_id(topic)
+        return found if isinstance(found, uuid.UUID) and found.int else None
 
     def refresh_metadata(self) -> None:
         """Ask for fresh metadata (leaders moved, a broker bounced)."""

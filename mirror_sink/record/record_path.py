@@ -54,8 +54,8 @@ class RecordPath:
         #: Planned range ends (``stop_at``): nothing at or past them is copied.
         self._stops: dict[SourcePartition, int] = {}
 
-    def assign(self, starts: Mapping[SourcePartition, int]) -> None:
-        """incremental_assign at the given offsets."""
+    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, str] | None = None) -> None:
+        """incremental_assign at the given offsets (librdkafka asks by name: ``topic_ids`` is not used)."""
         self.source.incremental_assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:

@@ -289,3 +289,40 @@ def test_skip_steps_over_records_deleted_under_a_running_mirror_the_same_way(
     _skipped_exactly(target, topic, before, {0: (100, 180), 1: (100, 120)})
     log = proc.log_text()
     assert "offset reset" not in log.lower(), [line for line in log.splitlines() if "reset" in line.lower()]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_source_topic_created_again_under_a_running_mirror_fails_it_naming_both_ids(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+) -> None:
+    name, topic = unique(f"again-live-{mode}"), source_topic(f"again-live-{mode}", 2)
+    produce(source.bootstrap_servers, topic, _records(2, 100))
+    old_id = topic_id(source.bootstrap_servers, topic)
+    config = mirror_config(
+        name, source, target, topic, **{"mirror.mode": mode, "target.cluster.consumer.session.timeout.ms": "30000"}
+    )
+    proc = mirror(config).start()
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        90,
+        "the first records mirrored",
+        detail=proc.log_tail,
+    )
+    # Frozen while the topic is deleted, created again and grown past the stored offset (100): by
+    # offsets alone the mirror would go on at 100 and never copy the new topic's first 100 records.
+    proc.signal(signal.SIGSTOP)
+    try:
+        new_id = recreate_topic(source.bootstrap_servers, topic, 2)
+        produce(source.bootstrap_servers, topic, _records(2, 150, start=1000))
+    finally:
+        proc.signal(signal.SIGCONT)
+    _fails_within(proc, FAILS_WITHIN_S)
+    log = proc.log_text()
+    assert f"source topic {topic} was deleted and created again" in log, proc.log_tail()
+    assert f"topic id {old_id}" in log and f"now has id {new_id}" in log, proc.log_tail()
+    _nothing_more(source, target, topic, name, {0: 100, 1: 100})

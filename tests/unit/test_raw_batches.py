@@ -296,10 +296,11 @@ def test_client_settings_the_raw_client_cannot_honour_are_named() -> None:
 
 
 class _Wire:
-    """Stands in for the network client: the fetcher only asks it which versions it may use."""
+    """Stands in for the network client: the fetcher only asks it which versions it may use (the
+    lowest: these tests read responses by topic name; test_raw_fetcher covers asking by topic id)."""
 
     def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
-        return highest
+        return lowest
 
 
 def _fetch_response(
@@ -393,6 +394,9 @@ class _PipelinedWire(_Wire):
 
     def leader(self, topic: str, partition: int) -> int:
         return 1
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return -1
 
     def ready(self, node: int) -> bool:
         return True
