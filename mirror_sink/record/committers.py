@@ -192,16 +192,30 @@ class TransactionalCommitter(_CommitterBase):
         self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float, sync_topic: str | None = None
     ) -> None:
         super().__init__(producer, deliveries, timeout_s)
-        identity = deliveries.identity
-        # Refusals of transactional.id and group calls: TOPIC refusals here are of the offset commit,
-        # stored under the target partitions, which needs READ on them.
-        self._refused: Callable[[KafkaError], Exception | None] | None = (
-            (lambda err: identity.refused(err.code(), err.str(), self._offset_topics, "READ")) if identity else None
-        )
+        self._refused: Callable[[KafkaError], Exception | None] | None = self._refusal if deliveries.identity else None
         self._offset_topics: list[str] = []
+        #: Every topic the cycle's transaction writes: its data topics, the offset syncs, the audit records.
+        self._written: list[str] = []
         if sync_topic is not None and deliveries.sources is None:
             raise ValueError("offset syncs need a DeliveryTracker that tracks offsets")
         self.sync_topic = sync_topic
+
+    def _refusal(self, err: KafkaError) -> Exception | None:
+        """The denial behind a refused transaction call: transactional.id and group refusals as such.
+
+        A TOPIC refusal is WRITE on a written topic when librdkafka could not add partitions to the
+        transaction (it does not say which: the broker is asked), else READ on the offset commit's
+        topics (offsets are stored under the target partitions).
+        """
+        identity = self.deliveries.identity
+        assert identity is not None
+        text = err.str()
+        if "partition(s) to transaction" in text and self._written:
+            admin = clients.admin(identity.props, "mirror-sink-rights-check")
+            refused = lacking(admin, self._written, "WRITE")
+            if refused:
+                return identity.refused(err.code(), text, refused, "WRITE")
+        return identity.refused(err.code(), text, self._offset_topics, "READ")
 
     def start(self) -> None:
         """init_transactions: fences a previous instance of this task slot and aborts its open transaction."""
@@ -231,6 +245,8 @@ class TransactionalCommitter(_CommitterBase):
         for where, key, value in audit:
             self._produce(where.topic, where.partition, key, value)
         self._offset_topics = sorted({tp.topic for tp in offsets})
+        extra = ([self.sync_topic] if self.sync_topic is not None and spans else []) + [a.where.topic for a in audit]
+        self._written = sorted({*self._offset_topics, *extra})
         _call(
             "send_offsets_to_transaction",
             lambda: self.producer.send_offsets_to_transaction(offsets, metadata, self.timeout_s),

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,3 +203,26 @@ def test_handoff_between_the_worker_and_spark_runtimes(
     wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the worker after Spark")
     assert worker.stop() == 0, worker.log_tail()
     assert_exact_mirror(source, topic, target, target_topic, group, offset_syncs=False)  # a hole where Spark ran
+
+
+def test_sigterm_stops_a_continuous_spark_query_promptly_and_exactly(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, spark_local: SparkFactory
+) -> None:
+    name, topic = unique("spark-term"), unique("spark-term")
+    seeded(source, unique, topic, 1200)
+    run = spark_local(spark_config(name, source, target, topic), extra=("--trigger", "processing-time:1 second"))
+    run.start()
+    wait_until(
+        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
+        180,
+        "the continuous query to catch up",
+        detail=run.log_tail,
+    )
+    run.signal(signal.SIGTERM)
+    started = time.monotonic()
+    assert run.wait(30) == 0, run.log_tail()
+    took = time.monotonic() - started
+    assert took < 15, f"the driver took {took:.1f} s to stop after SIGTERM"
+    assert "SIGTERM received: stopping the query" in run.log_text(), run.log_tail()
+    assert_exact_mirror(source, topic, target, f"source.{topic}", f"connect-{name}")
+    print(f"stopped {took:.1f} s after SIGTERM")
