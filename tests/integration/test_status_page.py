@@ -11,6 +11,7 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -35,9 +36,20 @@ def browser() -> Iterator[WebDriver]:
     driver.quit()
 
 
+def _first_text(driver: WebDriver, css: str) -> str:
+    """The text of the first element matching ``css`` ("" when none): looked up again when a page
+    refresh replaced the element between finding and reading it."""
+    for _ in range(5):
+        try:
+            found = driver.find_elements(By.CSS_SELECTOR, css)
+            return found[0].text if found else ""
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{css}: replaced by every refresh while it was read")
+
+
 def _section(driver: WebDriver, name: str) -> str:
-    sections = driver.find_elements(By.CSS_SELECTOR, f'section.connector[data-name="{name}"]')
-    return sections[0].text if sections else ""
+    return _first_text(driver, f'section.connector[data-name="{name}"]')
 
 
 def test_status_page_shows_running_lag_and_a_failed_trace(
@@ -66,7 +78,7 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
     assert client.post("/connectors", json={"name": bad, "config": bad_config}).status_code == 201
 
     browser.get(f"{worker.url}/ui")
-    wait = WebDriverWait(browser, 90, poll_frequency=1)
+    wait = WebDriverWait(browser, 90, poll_frequency=1, ignored_exceptions=(StaleElementReferenceException,))
     wait.until(lambda d: "RUNNING" in _section(d, good))
     # Lag rows for both partitions, falling to 0 once the mirror has caught up.
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, f'section[data-name="{good}"] td.lag-records')) == 2)
@@ -78,14 +90,17 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
     assert "records/s" in _section(browser, good)
     # The failed task: its state, then its cause in its own words, then the traceback folded below.
     wait.until(lambda d: "FAILED" in _section(d, bad))
-    causes = browser.find_elements(By.CSS_SELECTOR, f'section[data-name="{bad}"] .task-cause')
-    assert causes and causes[0].text.startswith("record too large for the target"), _section(browser, bad)
-    assert "Traceback" not in causes[0].text
+    cause = _first_text(browser, f'section[data-name="{bad}"] .task-cause')
+    assert cause.startswith("record too large for the target"), _section(browser, bad)
+    assert "Traceback" not in cause
     trace = f'section[data-name="{bad}"] pre.task-trace'
     assert not browser.find_element(By.CSS_SELECTOR, trace).is_displayed(), "the traceback is folded"
     browser.find_element(By.CSS_SELECTOR, f'section[data-name="{bad}"] details > summary').click()
     time.sleep(2.5)  # a refresh of the page in between: what the reader unfolded stays unfolded
-    assert browser.find_element(By.CSS_SELECTOR, trace).text.startswith("Traceback (most recent call last):")
+    # Each refresh re-renders the section, so an element found just before one is stale after it
+    # (cc16): the trace is looked up afresh until it reads. A folded trace reads "" and fails the wait.
+    fresh = WebDriverWait(browser, 10, poll_frequency=0.5, ignored_exceptions=(StaleElementReferenceException,))
+    fresh.until(lambda d: d.find_element(By.CSS_SELECTOR, trace).text.startswith("Traceback (most recent call last):"))
     shots = os.environ.get("MIRROR_SINK_SCREENSHOT_DIR")
     if shots:  # docs/status-page.png is made this way
         browser.save_screenshot(str(Path(shots) / "status-page.png"))
