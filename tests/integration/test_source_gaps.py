@@ -44,17 +44,18 @@ def _records(partitions: int, per_partition: int, start: int = 0) -> list[Rec]:
     ]
 
 
+def _caught_up(proc: MirrorProcess, source: KafkaEndpoint, target: KafkaEndpoint, topic: str, what: str) -> None:
+    """Wait (90 s at most) until the mirror's shadow group holds the source's end of ``topic``."""
+    group, target_topic = f"connect-{proc.config['name']}", f"source.{topic}"
+    wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, what, detail=proc.log_tail)
+
+
 def _mirrored_then_stopped(
     mirror: MirrorFactory, config: dict[str, str], source: KafkaEndpoint, target: KafkaEndpoint, topic: str
 ) -> MirrorProcess:
     """Start the mirror, wait until it has copied ``topic`` to its end, stop it gracefully."""
     proc = mirror(config).start()
-    wait_until(
-        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{config['name']}"),
-        90,
-        "the first records mirrored",
-        detail=proc.log_tail,
-    )
+    _caught_up(proc, source, target, topic, "the first records mirrored")
     assert proc.stop() == 0, proc.log_tail()
     return proc
 
@@ -119,12 +120,7 @@ def test_records_deleted_under_a_running_mirror_fail_it_the_same_way(
         name, source, target, topic, **{"mirror.mode": mode, "target.cluster.consumer.session.timeout.ms": "30000"}
     )
     proc = mirror(config).start()
-    wait_until(
-        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
-        90,
-        "the first records mirrored",
-        detail=proc.log_tail,
-    )
+    _caught_up(proc, source, target, topic, "the first records mirrored")
     # Frozen long enough for every fetch in flight to come back empty; then records arrive and are
     # deleted (retention overtaking a slow mirror, in a few seconds) before the mirror reads on.
     proc.signal(signal.SIGSTOP)
@@ -232,12 +228,7 @@ def test_skip_steps_over_records_deleted_while_stopped_and_records_the_exact_ran
 
     port = free_port()
     proc = mirror({**config, "offset.gap.policy": "skip"}, "w1", "--metrics-port", str(port)).start()
-    wait_until(
-        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
-        90,
-        "the records after the gap mirrored",
-        detail=proc.log_tail,
-    )
+    _caught_up(proc, source, target, topic, "the records after the gap mirrored")
     samples = scrape(f"http://127.0.0.1:{port}/metrics")
     assert total(samples, "mirror_sink_skipped_records_total", connector=name) == 100
     assert proc.stop() == 0, proc.log_tail()
@@ -265,12 +256,7 @@ def test_skip_steps_over_records_deleted_under_a_running_mirror_the_same_way(
     }
     config = mirror_config(name, source, target, topic, **settings)
     proc = mirror(config).start()
-    wait_until(
-        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
-        90,
-        "the first records mirrored",
-        detail=proc.log_tail,
-    )
+    _caught_up(proc, source, target, topic, "the first records mirrored")
     proc.signal(signal.SIGSTOP)
     try:
         time.sleep(1.5)
@@ -279,12 +265,7 @@ def test_skip_steps_over_records_deleted_under_a_running_mirror_the_same_way(
         delete_records(source.bootstrap_servers, topic, {0: 180, 1: 120})
     finally:
         proc.signal(signal.SIGCONT)
-    wait_until(
-        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
-        90,
-        "the records after the gap mirrored",
-        detail=proc.log_tail,
-    )
+    _caught_up(proc, source, target, topic, "the records after the gap mirrored")
     assert proc.stop() == 0, proc.log_tail()
     _skipped_exactly(target, topic, before, {0: (100, 180), 1: (100, 120)})
     log = proc.log_text()
@@ -307,12 +288,7 @@ def test_a_source_topic_created_again_under_a_running_mirror_fails_it_naming_bot
         name, source, target, topic, **{"mirror.mode": mode, "target.cluster.consumer.session.timeout.ms": "30000"}
     )
     proc = mirror(config).start()
-    wait_until(
-        lambda: shadow_caught_up(source, topic, target, f"source.{topic}", f"connect-{name}"),
-        90,
-        "the first records mirrored",
-        detail=proc.log_tail,
-    )
+    _caught_up(proc, source, target, topic, "the first records mirrored")
     # Frozen while the topic is deleted, created again and grown past the stored offset (100): by
     # offsets alone the mirror would go on at 100 and never copy the new topic's first 100 records.
     proc.signal(signal.SIGSTOP)
