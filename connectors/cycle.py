@@ -11,7 +11,11 @@ the offsets go with the group metadata of the generation that owned the cycle's 
 A range deleted on the source before it was mirrored stops the task, unless ``offset.gap.policy=skip``:
 then the open cycle is aborted, the partition rewinds to the first offset still there, and the next
 commit records the range (an audit record and a gap marker in the offset syncs) with the offset
-that moves past it.
+that moves past it. A source topic deleted and created again stops the task too, unless
+``topic.recreation.policy=continue``: then the open cycle is aborted (in record mode it may hold the
+new topic's records read at the old offsets), the partition goes on from the new topic's offset 0,
+and the next commit records the recreation (an audit record and a new-incarnation marker in the
+offset syncs) with the new topic's first offset.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import AuditRecord
+from mirror_sink.core.skipped_ranges import AuditRecord, Recreation, SkippedRange
 
 _PROGRESS_INTERVAL_S = 30.0
 
@@ -103,8 +107,9 @@ class Cycle:
             if not own.reading:
                 own.poll(0.2) if own.mappings else stop.wait(0.2)
                 continue
-            if own.unsaved_start or own.skipping:
-                self._next_commit_at = 0.0  # save fallback start offsets, and record skipped ranges, at once
+            if own.unsaved_start or own.skipping or own.recreating:
+                # Save fallback start offsets, and record skipped ranges and recreations, at once.
+                self._next_commit_at = 0.0
             wait = max(0.0, min(0.1, self._next_commit_at - now))
             copied = self._copy(wait)
             if copied is None:
@@ -133,9 +138,9 @@ class Cycle:
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))
         except SourceOffsetOutOfRange as exc:
-            # Raises (the task fails naming every partition and why) unless the ranges may be skipped.
-            skipped = self.ownership.out_of_range(exc)
-            self.abort_and_rewind(f"skipping {', '.join(gap.describe() for gap in skipped)}")
+            # Raises (the task fails naming every partition and why) unless the policies let it go on.
+            crossings = self.ownership.out_of_range(exc)
+            self.abort_and_rewind(crossings.describe())
         return None
 
     def commit(self) -> None:
@@ -147,7 +152,10 @@ class Cycle:
             return
         own = self.ownership
         if self._confirm_topic_ids:
-            own.confirm_topic_ids(offsets)
+            crossings = own.confirm_topic_ids(offsets)
+            if crossings:
+                self.abort_and_rewind(crossings.describe())
+                return
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
             targets = [
@@ -168,6 +176,13 @@ class Cycle:
                 self.run.config.gaps_partition,
             )
             self.metrics.skipped(gap)
+        for event in own.recreating.values():
+            self.log.warning(
+                "recorded the recreation of %s in %s and the offset syncs (topic.recreation.policy=continue)",
+                event.describe(),
+                self.run.config.gaps_partition,
+            )
+            self.metrics.recreated(event)
         own.recorded()
         self.metrics.committed(self.path)
         self._aborting_since = None
@@ -177,30 +192,37 @@ class Cycle:
 
     def _span(self, source: SourcePartition, offset: int) -> SyncSpan:
         """What the cycle consumed of ``source``: from the committed offset, or from the start of a
-        range skipped on the way (the span then opens with the gap)."""
+        range skipped on the way (the span then opens with the gap), opening a new incarnation of
+        the source topic when it was created again."""
         own = self.ownership
         gap = own.skipping.get(source)
+        event = own.recreating.get(source)
+        new_id = None if event is None else event.new_topic_id
         if gap is None:
-            return SyncSpan(own.reading[source], source.topic, own.committed[source], offset)
-        return SyncSpan(own.reading[source], source.topic, gap.first_missing, offset, gap.first_present)
+            return SyncSpan(own.reading[source], source.topic, own.committed[source], offset, None, new_id)
+        return SyncSpan(own.reading[source], source.topic, gap.first_missing, offset, gap.first_present, new_id)
 
     def _audit(self) -> list[AuditRecord]:
-        """One audit record per range the commit steps over."""
+        """One audit record per recreation the commit continues and per range it steps over."""
         own, cfg = self.ownership, self.run.config
         where = cfg.gaps_partition
-        if not own.skipping:
+        events: list[Recreation | SkippedRange] = [*own.recreating.values(), *own.skipping.values()]
+        if not events:
             return []
         if where is None:
-            raise TaskFailure("internal error: ranges to skip without offset.gap.policy=skip")
+            raise TaskFailure("internal error: a break to record without offset.gap.policy or topic.recreation.policy")
         return [
             AuditRecord(
                 where,
-                gap.audit_key(),
-                gap.audit_value(
-                    source_alias=cfg.source_alias, target=own.reading[source], connector=cfg.name, task=self.run.slot
+                event.audit_key(),
+                event.audit_value(
+                    source_alias=cfg.source_alias,
+                    target=own.reading[event.source],
+                    connector=cfg.name,
+                    task=self.run.slot,
                 ),
             )
-            for source, gap in own.skipping.items()
+            for event in events
         ]
 
     def _offsets_to_commit(self) -> dict[SourcePartition, int]:
@@ -214,7 +236,7 @@ class Cycle:
         return {
             tp: position
             for tp, position in positions.items()
-            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.skipping
+            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.skipping or tp in own.recreating
         }
 
     def abort_and_rewind(self, reason: str) -> None:

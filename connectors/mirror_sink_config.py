@@ -67,6 +67,13 @@ class OffsetGapPolicy(StrEnum):
     SKIP = "skip"  # step over the range and record it, in the same transaction (an operator's choice)
 
 
+class TopicRecreationPolicy(StrEnum):
+    """What a task does when a source topic was deleted and created again under its name."""
+
+    FAIL = "fail"  # stop, naming both topic ids (MirrorMaker 2 reads on at the old offsets instead)
+    CONTINUE = "continue"  # mirror the new topic from its start into the same target topic, on record
+
+
 class MirrorMode(StrEnum):
     """How a task moves data: whole record batches (KIP-712) or record by record."""
 
@@ -109,6 +116,7 @@ class MirrorSinkConfig(BaseModel):
     offset_fallback: OffsetFallback = Field(OffsetFallback.EARLIEST, alias="offset.fallback")
     offset_fallback_group: str | None = Field(None, alias="offset.fallback.group.id")
     offset_gap_policy: OffsetGapPolicy = Field(OffsetGapPolicy.FAIL, alias="offset.gap.policy")
+    topic_recreation_policy: TopicRecreationPolicy = Field(TopicRecreationPolicy.FAIL, alias="topic.recreation.policy")
     transaction_boundary: TransactionBoundary = Field(TransactionBoundary.CAUGHT_UP, alias="transaction.boundary")
     transaction_interval_ms: int = Field(1000, alias="transaction.boundary.interval.ms", ge=10)
     transaction_max_bytes: int = Field(64 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
@@ -188,6 +196,16 @@ class MirrorSinkConfig(BaseModel):
                     "skip is honoured by the worker runtime only; the Spark runtime stops at a gap (run the "
                     "connector once with runtime=worker to step over it)"
                 ]
+            if parsed.topic_recreation_policy is TopicRecreationPolicy.CONTINUE and not parsed.transaction_producer:
+                problems["topic.recreation.policy"] = [
+                    "continue needs transaction.producer=true: the recreation is recorded in the same "
+                    "transaction that moves the offset to the new topic"
+                ]
+            elif parsed.topic_recreation_policy is TopicRecreationPolicy.CONTINUE and parsed.runtime == "spark":
+                problems["topic.recreation.policy"] = [
+                    "continue is honoured by the worker runtime only; the Spark runtime stops at a recreated "
+                    "topic (run the connector once with runtime=worker to continue it)"
+                ]
             if parsed.mirror_mode is MirrorMode.RAW:
                 blockers = unsupported(parsed.source_consumer()) + unsupported(parsed.target_producer())
                 if blockers:
@@ -244,8 +262,12 @@ class MirrorSinkConfig(BaseModel):
 
     @property
     def gaps_partition(self) -> TargetPartition | None:
-        """Where the tasks record skipped ranges (``offset.gap.policy=skip`` only)."""
-        if self.offset_gap_policy is not OffsetGapPolicy.SKIP:
+        """Where the tasks record skipped ranges and continued recreations (``offset.gap.policy=skip``
+        or ``topic.recreation.policy=continue`` only)."""
+        if (
+            self.offset_gap_policy is not OffsetGapPolicy.SKIP
+            and self.topic_recreation_policy is not TopicRecreationPolicy.CONTINUE
+        ):
             return None
         return TargetPartition(gaps_topic(self.source_alias), 0)
 
@@ -347,6 +369,11 @@ KEY_DOCS: dict[str, str] = {
     "fail (default) stops the task naming every partition and range; skip steps over the range and records it, "
     "in the same transaction, in mirror-sink-gaps.{source alias}.internal on the target, in the offset syncs "
     "and in mirror_sink_skipped_records_total (exactly-once only). A recreated topic is never skipped over.",
+    "topic.recreation.policy": "Where a source topic was deleted and created again under its name (a new topic id): "
+    "fail (default) stops the task naming both ids; continue mirrors the new topic from its start into the same "
+    "target topic, after the old one's records, and records the event in the same transaction, in "
+    "mirror-sink-gaps.{source alias}.internal on the target, in the offset syncs and in "
+    "mirror_sink_topic_recreations_total (exactly-once only).",
     "transaction.boundary": (
         "caught-up: a transaction ends as soon as the task has written everything the source had "
         "(bounded by the interval and transaction.max.bytes); interval: only at those bounds."

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from connectors.source_continuity import StoredOffset, commit_metadata
+from connectors.source_continuity import Crossings, StoredOffset, commit_metadata
 from connectors.start_offsets import StartOffsetResolver
 from connectors.takeover_fence import TakeoverFence
 from connectors.task_run import TaskRun
@@ -20,7 +20,7 @@ from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
 from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
-from mirror_sink.core.skipped_ranges import SkippedRange
+from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
 
@@ -49,6 +49,9 @@ class Ownership:
         #: Ranges stepped over (``offset.gap.policy=skip``) that no commit has recorded yet: the
         #: next commit records each with the offset that moves past it, or none of them.
         self.skipping: dict[SourcePartition, SkippedRange] = {}
+        #: Partitions of recreated topics continued from the new topic's start
+        #: (``topic.recreation.policy=continue``) that no commit has recorded yet.
+        self.recreating: dict[SourcePartition, Recreation] = {}
         #: The id of each source topic read, as it was when its partitions were assigned: committed
         #: beside every offset, so a topic created again under the same name is known by its new id.
         self.topic_ids: dict[str, str] = {}
@@ -162,24 +165,26 @@ class Ownership:
         """What is committed beside the shadow offset of ``source``: its topic's id."""
         return commit_metadata(self.topic_ids.get(source.topic))
 
-    def out_of_range(self, exc: SourceOffsetOutOfRange) -> list[SkippedRange]:
+    def out_of_range(self, exc: SourceOffsetOutOfRange) -> Crossings:
         """A fetch found its offset gone: raise what happened to every partition read (with the
         topic ids the committed offsets belong to), or ``exc`` itself when the check finds nothing.
 
-        With ``offset.gap.policy=skip``, return the ranges deleted before they were mirrored
-        instead: their partitions' committed offsets move to the first offset still there (where the
-        rewind after the aborted cycle reads from), and the next commit records the ranges.
+        Return what the policies let the task go past instead (``offset.gap.policy=skip``: ranges
+        deleted before they were mirrored; ``topic.recreation.policy=continue``: a recreated topic).
+        Their partitions' committed offsets move to where they go on (where the rewind after the
+        aborted cycle reads from), and the next commit records them.
         """
         stored = {tp: StoredOffset(offset, self.topic_ids.get(tp.topic)) for tp, offset in self.committed.items()}
-        skipped = self.resolver.check(stored)
-        if not skipped:
+        crossings = self.resolver.check(stored)
+        if not crossings:
             raise exc
-        self._skip(skipped)
-        return skipped
+        self._cross(crossings)
+        return crossings
 
-    def confirm_topic_ids(self, sources: Iterable[SourcePartition]) -> None:
+    def confirm_topic_ids(self, sources: Iterable[SourcePartition]) -> Crossings:
         """Raise ``SourceDiscontinuity`` naming both ids when a topic of ``sources`` was deleted and
-        created again since its partitions were assigned.
+        created again since its partitions were assigned; with ``topic.recreation.policy=continue``,
+        return the recreated topic's partitions, moved to its start (the cycle must then abort).
 
         Record mode asks before each commit: librdkafka fetches by topic name, so a topic created
         again and grown past the position would otherwise be read on at the old offsets. (Raw mode
@@ -189,13 +194,38 @@ class Ownership:
         topics = sorted({tp.topic for tp in sources})
         now = self.resolver.topic_ids_now(topics)
         changed = {t for t in topics if t in now and self.topic_ids.get(t) not in (None, now[t])}
-        if changed:
-            stored = {
-                tp: StoredOffset(offset, self.topic_ids.get(tp.topic))
-                for tp, offset in self.committed.items()
-                if tp.topic in changed
-            }
-            self.resolver.check(stored, now)
+        if not changed:
+            return Crossings([], [])
+        stored = {
+            tp: StoredOffset(offset, self.topic_ids.get(tp.topic))
+            for tp, offset in self.committed.items()
+            if tp.topic in changed
+        }
+        crossings = self.resolver.check(stored, now)
+        self._cross(crossings)
+        return crossings
+
+    def _cross(self, crossings: Crossings) -> None:
+        """Go past what the policies allow: continue recreated topics from their new start (read by
+        the new topic id from here on), step over deleted ranges."""
+        for event in crossings.recreated:
+            tp = event.source
+            start = crossings.start(tp, 0)
+            self.topic_ids[tp.topic] = event.new_topic_id
+            self.run.path.unassign([tp])
+            self.run.path.assign({tp: start}, {tp.topic: event.new_topic_id})
+            self.committed[tp] = start
+            self._continue(event)
+        self._skip(crossings.skipped)
+
+    def _continue(self, event: Recreation) -> None:
+        self.recreating[event.source] = event
+        self.log.warning(
+            "topic.recreation.policy=continue: the topic of %s was deleted and created again; mirroring the new "
+            "topic from offset 0 into %s, and the next commit records the recreation",
+            event.describe(),
+            self.reading.get(event.source, "its target partition"),
+        )
 
     def _skip(self, ranges: list[SkippedRange]) -> None:
         for gap in ranges:
@@ -212,8 +242,9 @@ class Ownership:
             )
 
     def recorded(self) -> None:
-        """The open ranges were committed with their offsets."""
+        """The open ranges and recreations were committed with their offsets."""
         self.skipping.clear()
+        self.recreating.clear()
 
     # -- what to read, and from where -----------------------------------------------------------
     def _sync_reading(self) -> None:
@@ -231,6 +262,7 @@ class Ownership:
                 self.committed.pop(tp, None)
                 self.unsaved_start.discard(tp)
                 self.skipping.pop(tp, None)  # its next owner finds the range again
+                self.recreating.pop(tp, None)  # ... and the recreation
         added = {source: target for source, target in desired.items() if source not in self.reading}
         if not added:
             return
@@ -239,6 +271,8 @@ class Ownership:
         self.run.path.assign(starts.offsets, starts.topic_ids)
         self.reading.update(added)
         self.committed.update(starts.offsets)
+        for event in starts.recreated.values():
+            self._continue(event)
         self._skip(list(starts.skipped.values()))
         # Saved by the next commit, so a restart cannot resolve "latest" again.
         self.unsaved_start |= starts.unsaved

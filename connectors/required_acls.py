@@ -78,8 +78,10 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
     if config.gaps_partition is not None:
         gaps = config.gaps_partition.topic
         acls += [
-            RequiredAcl("target", "CREATE", "TOPIC", gaps, "LITERAL", "create the skipped-ranges audit topic"),
-            RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges (offset.gap.policy=skip)"),
+            RequiredAcl(
+                "target", "CREATE", "TOPIC", gaps, "LITERAL", "create the audit topic of skipped ranges and recreations"
+            ),
+            RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges and continued recreations"),
         ]
     if config.sync_topic_acls_enabled:
         acls.append(
@@ -138,8 +140,10 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
     if config.gaps_partition is not None:
         gaps = config.gaps_partition.topic
         acls += [
-            RequiredAcl("target", "CREATE", "TOPIC", gaps, "LITERAL", "create the skipped-ranges audit topic"),
-            RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges (offset.gap.policy=skip)"),
+            RequiredAcl(
+                "target", "CREATE", "TOPIC", gaps, "LITERAL", "create the audit topic of skipped ranges and recreations"
+            ),
+            RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges and continued recreations"),
         ]
     if config.sync_topic_acls_enabled:
         acls.append(

@@ -13,9 +13,10 @@ each is named here, for every affected partition at once, instead of being cross
 - **a source that ends before the stored offset** without an id to compare (offsets stored before
   ids were, or a log truncated after an unclean leader election).
 
-Only the first may be stepped over, and only when the operator says so (``offset.gap.policy=skip``):
-the range is then recorded (``mirror_sink.core.skipped_ranges``), never crossed silently. A recreated
-topic or a truncated log always stops the mirror.
+Only the first two may be gone past, and only when the operator says so: deleted records are
+stepped over with ``offset.gap.policy=skip``, and a recreated topic's new incarnation is mirrored from
+its start with ``topic.recreation.policy=continue``. Either is then recorded
+(``mirror_sink.core.skipped_ranges``), never crossed silently. A truncated log always stops the mirror.
 
 The checks run where mirroring of a partition starts (``StartOffsetResolver``, for the worker's
 tasks and the Spark planner alike) and when a running task's fetch finds its offset gone.
@@ -31,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import SkippedRange
+from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
 _METADATA_PREFIX = "source-topic-id="
 
@@ -80,6 +81,32 @@ class SourceDiscontinuity(TaskFailure):
     """Mirroring cannot go on without skipping records: the message names every partition and why."""
 
 
+@dataclass(frozen=True)
+class Crossings:
+    """The breaks in the source the operator's policies let the mirror go past: ranges deleted before
+    they were mirrored, to step over, and partitions of recreated topics, to continue from 0."""
+
+    skipped: list[SkippedRange]
+    recreated: list[Recreation]
+
+    def __bool__(self) -> bool:
+        return bool(self.skipped or self.recreated)
+
+    def start(self, tp: SourcePartition, stored: int) -> int:
+        """Where ``tp`` goes on, which ``stored`` was before the crossings."""
+        gap = next((g for g in self.skipped if g.source == tp), None)
+        if gap is not None:
+            return gap.first_present
+        return 0 if any(r.source == tp for r in self.recreated) else stored
+
+    def describe(self) -> str:
+        """Every crossing, for logs."""
+        return ", ".join(
+            [f"skipping {gap.describe()}" for gap in self.skipped]
+            + [f"continuing the new topic of {event.describe()} from offset 0" for event in self.recreated]
+        )
+
+
 def check_continuity(
     stored: Mapping[SourcePartition, StoredOffset],
     watermarks: Mapping[SourcePartition, tuple[int, int]],
@@ -87,21 +114,33 @@ def check_continuity(
     group: str,
     *,
     skip_deleted: bool = False,
-) -> list[SkippedRange]:
+    continue_recreated: bool = False,
+) -> Crossings:
     """Raise ``SourceDiscontinuity`` when any stored offset can no longer be continued from.
 
     ``watermarks`` hold each partition's log start and last stable offset now; ``topic_ids`` each
     topic's id now. With ``skip_deleted`` (``offset.gap.policy=skip``), records deleted before they
-    were mirrored are returned as the ranges to skip instead (when nothing else is wrong).
+    were mirrored are returned as the ranges to skip instead; with ``continue_recreated``
+    (``topic.recreation.policy=continue``), a recreated topic's partitions are returned to continue
+    from the new topic's offset 0 (itself checked for deleted records), when nothing else is wrong.
     """
     recreated: dict[str, list[str]] = {}
     gone: list[str] = []
     skipped: list[SkippedRange] = []
+    continued: list[Recreation] = []
     beyond: list[str] = []
     for tp, held in sorted(stored.items()):
         now_id = topic_ids.get(tp.topic)
         low, high = watermarks[tp]
-        if held.topic_id and now_id and held.topic_id != now_id:
+        if held.topic_id and now_id and held.topic_id != now_id and continue_recreated:
+            continued.append(Recreation(tp, held.topic_id, now_id, held.offset))
+            # The new topic is mirrored from 0: records its retention already took are a gap like any.
+            if low > 0 and skip_deleted:
+                skipped.append(SkippedRange(tp, now_id, 0, low))
+            elif low > 0:
+                again = f"{tp} (created again, topic id {now_id})"
+                gone.append(f"{again}: first missing 0, first still there {low} ({low} records)")
+        elif held.topic_id and now_id and held.topic_id != now_id:
             recreated.setdefault(tp.topic, []).append(f"{tp} at {held.offset} (the topic now holds {low}..{high})")
         elif held.offset < low and skip_deleted:
             skipped.append(SkippedRange(tp, held.topic_id or now_id, held.offset, low))
@@ -115,7 +154,7 @@ def check_continuity(
         problems.append(
             f"source topic {topic} was deleted and created again: the shadow group {group} holds offsets of "
             f"topic id {old_id}, the topic now has id {topic_ids[topic]} ({'; '.join(where)}). None of the new "
-            "topic's records were mirrored"
+            "topic's records were mirrored (topic.recreation.policy=continue mirrors them from its start)"
         )
     if gone:
         problems.append(
@@ -131,4 +170,4 @@ def check_continuity(
             ". ".join(problems) + ". Nothing was skipped: the mirror stops rather than cross the gap "
             "(docs/troubleshooting.md says what to do)"
         )
-    return skipped
+    return Crossings(skipped, continued)

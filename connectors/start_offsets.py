@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy
-from connectors.source_continuity import StoredOffset, check_continuity, source_topic_ids, stored_topic_id
+from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy, TopicRecreationPolicy
+from connectors.source_continuity import Crossings, StoredOffset, check_continuity, source_topic_ids, stored_topic_id
 from mirror_sink.core import clients
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.retry import retry_call
-from mirror_sink.core.skipped_ranges import SkippedRange
+from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.core.stable_offsets import read_stable_commits, read_stable_offsets
 
 #: How long a source partition's offsets may stay unreadable (a partition added moments ago).
@@ -34,13 +34,16 @@ _SOURCE_GROUP_DEADLINE_S = 60.0
 @dataclass(frozen=True)
 class StartOffsets:
     """Resolved start offsets, which of them the shadow group does not hold yet, the id of each
-    source topic now (committed beside its offsets from here on), and the ranges to skip to reach
-    them (``offset.gap.policy=skip``; their partitions start at each range's end)."""
+    source topic now (committed beside its offsets from here on), the ranges to skip to reach
+    them (``offset.gap.policy=skip``; their partitions start at each range's end), and the
+    partitions of recreated topics continued from the new topic's start
+    (``topic.recreation.policy=continue``)."""
 
     offsets: dict[SourcePartition, int]
     unsaved: frozenset[SourcePartition]
     topic_ids: dict[str, str]
     skipped: dict[SourcePartition, SkippedRange]
+    recreated: dict[SourcePartition, Recreation]
 
 
 class StartOffsetResolver:
@@ -66,7 +69,8 @@ class StartOffsetResolver:
         Raises ``SourceDiscontinuity`` when a stored offset cannot be continued from (its records were
         deleted, its topic was created again, the source ends before it): never skipped silently. With
         ``offset.gap.policy=skip``, deleted records are returned as ranges to skip, and their
-        partitions start at the first offset still there.
+        partitions start at the first offset still there; with ``topic.recreation.policy=continue``,
+        a recreated topic's partitions start at the new topic's offset 0.
         """
         give_up_s = self.config.transaction_timeout_ms / 1000 + 30
         commits = read_stable_commits(self.shadow, pairs, give_up_after_s=give_up_s)
@@ -79,21 +83,22 @@ class StartOffsetResolver:
                 missing.append(source)
             else:
                 stored[source] = StoredOffset(commit.offset, stored_topic_id(commit.metadata))
-        skipped = {gap.source: gap for gap in self.check(stored, topic_ids)}
-        offsets = {source: held.offset for source, held in stored.items()}
-        offsets.update({source: gap.first_present for source, gap in skipped.items()})
+        crossings = self.check(stored, topic_ids)
+        offsets = {source: crossings.start(source, held.offset) for source, held in stored.items()}
         if missing:
             offsets.update(self._fallback(missing))
-        return StartOffsets(offsets, frozenset(missing), topic_ids, skipped)
+        skipped = {gap.source: gap for gap in crossings.skipped}
+        recreated = {event.source: event for event in crossings.recreated}
+        return StartOffsets(offsets, frozenset(missing), topic_ids, skipped, recreated)
 
     def check(
         self, stored: Mapping[SourcePartition, StoredOffset], topic_ids: Mapping[str, str] | None = None
-    ) -> list[SkippedRange]:
+    ) -> Crossings:
         """Raise ``SourceDiscontinuity`` naming every partition of ``stored`` that cannot be continued
-        from (``topic_ids``: the topics' ids now, read when not given); with
-        ``offset.gap.policy=skip``, return the deleted ranges to step over instead."""
+        from (``topic_ids``: the topics' ids now, read when not given); return what the policies let
+        the mirror go past instead (deleted ranges to step over, recreated topics to continue)."""
         if not stored:
-            return []
+            return Crossings([], [])
         if topic_ids is None:
             topic_ids = source_topic_ids(self._admin(), [tp.topic for tp in stored])
         watermarks = {tp: self.watermarks(tp) for tp in stored}
@@ -103,6 +108,7 @@ class StartOffsetResolver:
             topic_ids,
             self.config.shadow_group_id,
             skip_deleted=self.config.offset_gap_policy is OffsetGapPolicy.SKIP,
+            continue_recreated=self.config.topic_recreation_policy is TopicRecreationPolicy.CONTINUE,
         )
 
     def topic_ids_now(self, topics: list[str]) -> dict[str, str]:

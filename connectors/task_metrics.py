@@ -6,7 +6,7 @@ import time
 
 from mirror_sink.core import metrics as m
 from mirror_sink.core.data_path import DataPath
-from mirror_sink.core.skipped_ranges import SkippedRange
+from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
 
 class TaskMetrics:
@@ -26,6 +26,7 @@ class TaskMetrics:
         self._duration = m.transaction_seconds.labels(*labels)
         self._rebalances = m.rebalances_total.labels(*labels)
         self._skipped_records = m.skipped_records_total.labels(*labels)  # 0 until a range is skipped
+        self._recreations = m.topic_recreations_total.labels(*labels)  # 0 until a recreation is continued
         self._batches: dict[str, int] = {}
         self._cycle_started: float | None = None
 
@@ -51,6 +52,10 @@ class TaskMetrics:
     def skipped(self, gap: SkippedRange) -> None:
         """A range deleted on the source before it was mirrored was stepped over and recorded."""
         self._skipped_records.inc(gap.records)
+
+    def recreated(self, event: Recreation) -> None:
+        """A partition of a topic created again was continued from the new topic's start, on record."""
+        self._recreations.inc()
 
     def aborted(self, path: DataPath) -> None:
         """The open cycle was aborted: nothing of it counts as sent."""

@@ -61,6 +61,12 @@ skipped_records_total = Counter(
     "each range, with its partition, is in mirror-sink-gaps.{source alias}.internal.",
     TASK_LABELS,
 )
+topic_recreations_total = Counter(
+    "mirror_sink_topic_recreations",
+    "Source partitions whose topic was deleted and created again, continued from the new topic's start "
+    "(topic.recreation.policy=continue); each is in mirror-sink-gaps.{source alias}.internal.",
+    TASK_LABELS,
+)
 rebalances_total = Counter("mirror_sink_rebalances", "Shadow-group assignments and revocations.", TASK_LABELS)
 raw_batches_total = Counter(
     "mirror_sink_raw_batches",

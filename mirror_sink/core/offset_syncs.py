@@ -21,13 +21,20 @@ with a gap: source offsets ``[source_start, skipped_to)`` were deleted on the so
 were mirrored and were stepped over on purpose. Translation never crosses a gap: a source offset
 whose first mirrored record at or after it lies past a gap has no exact target offset.
 
+A new incarnation (``topic.recreation.policy=continue``). A sync may open a new incarnation of the
+source topic: it was deleted and created again under its name (its new topic id given), and its
+offsets start again from 0. Everything known of the partition before that sync belongs to the old
+topic: it no longer translates, so no source offset is ever answered with the old topic's target
+offsets. The new incarnation's records follow the old ones in the same target partition.
+
 Encoding. Key: MirrorMaker 2's OffsetSync key (int16-length topic, int32 partition) of the target
-partition. Value: int16 version, int16-length source topic, int64 source_start, int64 source_end,
-in version 1 only int64 skipped_to, then int32 run count, then per run three unsigned LEB128
+partition. Value: int16 version, int16-length source topic, in version 2 only the int16-length new
+topic id, then int64 source_start, int64 source_end, in versions 1 and 2 int64 skipped_to (equal to
+source_start when nothing was skipped), then int32 run count, then per run three unsigned LEB128
 varints: the source offset's distance from the previous run's end (from ``source_start`` for the
 first), the target offset's distance from the previous run's end (absolute for the first), and the
-count. A typical sync is about 40 bytes. Version 0 is written whenever nothing was skipped, so
-readers of before version 1 read every sync that does not carry a gap.
+count. A typical sync is about 40 bytes. Version 0 is written whenever nothing was skipped or
+continued, so older readers read every sync that carries no marker.
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ from mirror_sink.core.partitions import TargetPartition
 VERSION = 0
 #: The version of a sync that starts with a skipped range.
 VERSION_WITH_GAP = 1
+#: The version of a sync that opens a new incarnation of its source topic (and may start with a gap).
+VERSION_NEW_INCARNATION = 2
 _HEAD = struct.Struct(">h")
 _RANGE = struct.Struct(">qqi")
 _RANGE_WITH_GAP = struct.Struct(">qqqi")
@@ -78,6 +87,8 @@ class SyncSpan(NamedTuple):
     source_end: int  # ... and after it
     #: Offsets from ``source_start`` up to here were skipped on purpose (None: nothing skipped).
     skipped_to: int | None = None
+    #: The span opens a new incarnation of the source topic, with this id (None: it does not).
+    new_topic_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,8 @@ class OffsetSync:
     runs: tuple[SyncRun, ...]
     #: ``[source_start, skipped_to)`` was skipped on purpose, never mirrored (None: nothing skipped).
     skipped_to: int | None = None
+    #: The sync opens a new incarnation of the source topic, with this id (None: it does not).
+    new_topic_id: str | None = None
 
     def encode_key(self) -> bytes:
         """MirrorMaker 2's OffsetSync key layout: the target topic and partition."""
@@ -98,7 +111,13 @@ class OffsetSync:
 
     def encode_value(self) -> bytes:
         """The compact value (see the module docstring)."""
-        if self.skipped_to is None:
+        if self.new_topic_id is not None:
+            out = bytearray(_HEAD.pack(VERSION_NEW_INCARNATION))
+            out += kafka_string(self.source_topic)
+            out += kafka_string(self.new_topic_id)
+            skipped_to = self.source_start if self.skipped_to is None else self.skipped_to
+            out += _RANGE_WITH_GAP.pack(self.source_start, self.source_end, skipped_to, len(self.runs))
+        elif self.skipped_to is None:
             out = bytearray(_HEAD.pack(VERSION))
             out += kafka_string(self.source_topic)
             out += _RANGE.pack(self.source_start, self.source_end, len(self.runs))
@@ -122,15 +141,21 @@ class OffsetSync:
             (partition,) = _PARTITION.unpack_from(key, at)
             (version,) = _HEAD.unpack_from(value, 0)
             skipped_to: int | None = None
+            new_topic_id: str | None = None
             source_topic, at = read_kafka_string(value, 2)
             if version == VERSION:
                 source_start, source_end, count = _RANGE.unpack_from(value, at)
                 at += _RANGE.size
-            elif version == VERSION_WITH_GAP:
+            elif version in (VERSION_WITH_GAP, VERSION_NEW_INCARNATION):
+                if version == VERSION_NEW_INCARNATION:
+                    new_topic_id, at = read_kafka_string(value, at)
                 source_start, source_end, skipped_to, count = _RANGE_WITH_GAP.unpack_from(value, at)
                 at += _RANGE_WITH_GAP.size
+                if skipped_to == source_start and new_topic_id is not None:
+                    skipped_to = None
             else:
-                raise ValueError(f"offset sync version {version} (this reader knows {VERSION} and {VERSION_WITH_GAP})")
+                known = f"{VERSION} to {VERSION_NEW_INCARNATION}"
+                raise ValueError(f"offset sync version {version} (this reader knows {known})")
             runs = []
             source, target = source_start, 0
             for _ in range(count):
@@ -142,7 +167,8 @@ class OffsetSync:
                 source, target = run.source + n, run.target + n
         except (struct.error, IndexError, UnicodeDecodeError) as exc:
             raise ValueError(f"not an offset sync record: {exc}") from exc
-        return cls(TargetPartition(topic, partition), source_topic, source_start, source_end, tuple(runs), skipped_to)
+        where = TargetPartition(topic, partition)
+        return cls(where, source_topic, source_start, source_end, tuple(runs), skipped_to, new_topic_id)
 
 
 class CycleOffsets:
@@ -207,8 +233,9 @@ def offset_syncs(
         for i in range(0, max(len(mine), 1), max_runs):
             chunk = mine[i : i + max_runs]
             end = mine[i + max_runs].source if i + max_runs < len(mine) else span.source_end
-            skipped_to = span.skipped_to if i == 0 else None  # a gap always opens the span
-            out.append(OffsetSync(span.target, span.source_topic, start, end, chunk, skipped_to))
+            # A gap and a new incarnation always open the span.
+            skipped_to, new_id = (span.skipped_to, span.new_topic_id) if i == 0 else (None, None)
+            out.append(OffsetSync(span.target, span.source_topic, start, end, chunk, skipped_to, new_id))
             start = end
     return out
 
@@ -219,7 +246,8 @@ class PartitionIndex:
     Runs are kept in three int64 arrays (24 bytes per run; a run per transaction per partition in
     the common case). A sync that starts below what is known (the shadow group was reset and the
     source re-mirrored) replaces what it overlaps: the newest mapping wins. Skipped ranges are
-    kept beside the runs, so that translation never crosses one.
+    kept beside the runs, so that translation never crosses one. A sync that opens a new
+    incarnation of the source topic replaces everything: the old topic's offsets mean nothing now.
     """
 
     __slots__ = ("_count", "_source", "_target", "gaps", "oldest", "source_end", "source_start")
@@ -236,7 +264,10 @@ class PartitionIndex:
 
     def add(self, sync: OffsetSync) -> None:
         """Take a committed sync (in commit order)."""
-        if self.source_start is None or sync.source_start < self.source_start:
+        if sync.new_topic_id is not None:
+            self._forget_from(-1)  # the topic was created again: nothing known before translates
+            self.source_start = self.oldest = self.source_end = sync.source_start
+        elif self.source_start is None or sync.source_start < self.source_start:
             self._forget_from(-1)  # first sync, or a re-mirror from below everything known
             self.source_start = sync.source_start
             self.oldest = sync.source_start if self.oldest is None else min(self.oldest, sync.source_start)

@@ -2,7 +2,9 @@
 and created again, stop the mirror (both modes) with every affected partition named, before the next
 retry, and nothing after the gap is committed. With ``offset.gap.policy=skip`` the mirror steps over a
 deleted range instead, and the exact range is on record (audit topic, offset syncs, metric), with
-every record after it mirrored exactly once."""
+every record after it mirrored exactly once. With ``topic.recreation.policy=continue`` a recreated
+topic's new incarnation is mirrored from its start into the same target topic, exactly once, and the
+recreation is on record the same way."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 import time
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
@@ -302,3 +305,92 @@ def test_a_source_topic_created_again_under_a_running_mirror_fails_it_naming_bot
     assert f"source topic {topic} was deleted and created again" in log, proc.log_tail()
     assert f"topic id {old_id}" in log and f"now has id {new_id}" in log, proc.log_tail()
     _nothing_more(source, target, topic, name, {0: 100, 1: 100})
+
+
+def _continued_exactly(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    topic: str,
+    name: str,
+    old: dict[int, list[Rec]],
+    ids: tuple[str, str],
+) -> None:
+    """The target topic holds the old topic's records, then every record of the new one, exactly once
+    and in order; the recreation is on record once per partition (audit topic, a new-incarnation
+    sync that translates the new topic's offsets exactly), and the shadow group holds the new id."""
+    old_id, new_id = ids
+    target_topic = f"source.{topic}"
+    new = read_all(source.bootstrap_servers, topic)
+    mirrored = read_all(target.bootstrap_servers, target_topic)
+    audit = [json.loads(r.value or b"") for r in read_all(target.bootstrap_servers, gaps_topic("source")).get(0, [])]
+    mine = [a for a in audit if a["topic"] == topic]
+    assert sorted((a["partition"], a["previous_topic_id"], a["topic_id"], a["previous_mirrored_to"]) for a in mine) == [
+        (p, old_id, new_id, len(old[p])) for p in sorted(old)
+    ], mine
+    syncs = offset_syncs_of(target, target_topic)
+    index = OffsetIndex()
+    for sync in syncs:
+        index.add(sync)
+    for p in sorted(old):
+        want = [r.content() for r in old[p]] + [r.content() for r in new[p]]
+        assert [r.content() for r in mirrored[p]] == want, f"{target_topic}-{p}: not exactly once across the recreation"
+        opened = [s for s in syncs if s.target.partition == p and s.new_topic_id is not None]
+        assert [(s.new_topic_id, s.source_start) for s in opened] == [(new_id, 0)], opened
+        landed = [r.offset for r in mirrored[p][len(old[p]) :]]
+        tp = TargetPartition(target_topic, p)
+        assert [index.translate(tp, r.offset) for r in new[p]] == landed, f"{target_topic}-{p}: translation"
+    reader = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": f"connect-{name}"})
+    try:
+        held = reader.committed([TopicPartition(target_topic, p) for p in old], timeout=30)
+    finally:
+        reader.close()
+    assert {(tp.partition, tp.offset, tp.metadata) for tp in held} == {
+        (p, len(new[p]), f"source-topic-id={new_id}") for p in old
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("when", ["stopped", "running"])
+def test_continue_mirrors_a_recreated_topic_from_its_start_exactly_once_and_on_record(
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    source_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+    when: str,
+) -> None:
+    name, topic = unique(f"continue-{when}-{mode}"), source_topic(f"continue-{when}-{mode}", 2)
+    produce(source.bootstrap_servers, topic, _records(2, 100))
+    old = read_all(source.bootstrap_servers, topic)
+    old_id = topic_id(source.bootstrap_servers, topic)
+    settings = {
+        "mirror.mode": mode,
+        "topic.recreation.policy": "continue",
+        "target.cluster.consumer.session.timeout.ms": "30000",
+    }
+    port = free_port()
+    proc = mirror(mirror_config(name, source, target, topic, **settings), "w1", "--metrics-port", str(port))
+    proc.start()
+    _caught_up(proc, source, target, topic, "the old topic mirrored")
+    if when == "stopped":
+        assert proc.stop() == 0, proc.log_tail()
+    else:
+        proc.signal(signal.SIGSTOP)  # frozen while the topic is deleted, created again and grown
+    try:
+        # Grown past the stored offset (100): by offsets alone the mirror would go on at 100.
+        new_id = recreate_topic(source.bootstrap_servers, topic, 2)
+        produce(source.bootstrap_servers, topic, _records(2, 150, start=1000))
+    finally:
+        if when == "stopped":
+            proc.start()
+        else:
+            proc.signal(signal.SIGCONT)
+    _caught_up(proc, source, target, topic, "the new topic mirrored from its start")
+    samples = scrape(f"http://127.0.0.1:{port}/metrics")
+    assert total(samples, "mirror_sink_topic_recreations_total", connector=name) == 2
+    assert proc.stop() == 0, proc.log_tail()
+    _continued_exactly(source, target, topic, name, old, (old_id, new_id))
+    log = proc.log_text()
+    for p in (0, 1):
+        assert f"recorded the recreation of {topic}-{p} (topic id {old_id}, mirrored up to offset 100" in log

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy
+from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy, TopicRecreationPolicy
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 from mirror_sink.core.secrets import MASK
@@ -502,3 +502,28 @@ def test_skip_is_refused_where_the_range_could_not_be_recorded(extra: dict[str, 
 
 def test_an_unknown_gap_policy_names_the_key() -> None:
     assert _parse_error(_props(offset_gap_policy="ignore")).key == "offset.gap.policy"
+
+
+def test_the_recreation_policy_fails_by_default_and_continue_records_in_the_audit_topic() -> None:
+    assert MirrorSinkConfig.parse(BASE).topic_recreation_policy is TopicRecreationPolicy.FAIL
+    go_on = MirrorSinkConfig.parse(_props(topic_recreation_policy="continue", source_cluster_alias="east"))
+    assert go_on.topic_recreation_policy is TopicRecreationPolicy.CONTINUE
+    assert go_on.gaps_partition == ("mirror-sink-gaps.east.internal", 0)
+    assert MirrorSinkConfig.parse(go_on.to_props()) == go_on
+    assert _parse_error(_props(topic_recreation_policy="reset")).key == "topic.recreation.policy"
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"transaction.producer": "false"}, "needs transaction.producer=true"),
+        ({"runtime": "spark"}, "worker runtime only"),
+        ({}, None),
+    ],
+)
+def test_continue_is_refused_where_a_recreation_cannot_be_recorded(extra: dict[str, str], says: str | None) -> None:
+    errors = MirrorSinkConfig.errors({**BASE, "topic.recreation.policy": "continue", **extra})
+    if says is None:
+        assert errors == {}
+    else:
+        assert list(errors) == ["topic.recreation.policy"] and says in errors["topic.recreation.policy"][0]

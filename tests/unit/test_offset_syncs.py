@@ -350,3 +350,40 @@ def test_the_gap_in_the_way_is_named_only_where_it_keeps_an_offset_from_translat
     index.add(OffsetSync(TP, "orders", 100, 160, (SyncRun(150, 100, 10),), skipped_to=150))
     assert [index.gap_in_the_way(TP, o) for o in (50, 99, 120, 150, 170)] == [None, (100, 150), (100, 150), None, None]
     assert index.translate(TP, 99) is None, "only a marker lies between 99 and the gap: its next record is past it"
+
+
+def test_a_sync_that_opens_a_new_incarnation_round_trips_as_version_2_with_or_without_a_gap() -> None:
+    for skipped_to in (None, 40):
+        sync = OffsetSync(TP, "orders", 0, 60, (SyncRun(40, 5000, 20),), skipped_to, new_topic_id="q3G-new_id")
+        value = sync.encode_value()
+        assert struct.unpack_from(">h", value)[0] == 2
+        assert OffsetSync.decode(sync.encode_key(), value) == sync
+
+
+def test_only_the_first_of_a_split_transaction_s_syncs_opens_the_new_incarnation() -> None:
+    runs = tuple(SyncRun(2 * i, 10 + i, 1) for i in range(6))
+    syncs = offset_syncs([SyncSpan(TP, "orders", 0, 12, None, "new-id")], {TP: runs}, max_runs=4)
+    assert [(s.source_start, s.new_topic_id) for s in syncs] == [(0, "new-id"), (8, None)]
+
+
+@pytest.mark.parametrize("old_from", [0, 30], ids=["old-topic-from-0", "old-topic-forgotten-below-30"])
+def test_a_new_incarnation_never_translates_with_the_old_topic_s_offsets(old_from: int) -> None:
+    index = OffsetIndex()
+    # The old topic: source 0..2101 at target 0..2101.
+    index.add(OffsetSync(TP, "orders", 0, 2102, (SyncRun(0, 0, 2102),)))
+    index.forget_below({TP: old_from})
+    # Created again: its offsets 0..99 land after the old topic's records, at 2102..2201.
+    index.add(OffsetSync(TP, "orders", 0, 60, (SyncRun(0, 2102, 60),), new_topic_id="new"))
+    index.add(OffsetSync(TP, "orders", 60, 100, (SyncRun(60, 2162, 40),)))
+    assert [index.translate(TP, o) for o in (0, 59, 60, 99, 100)] == [2102, 2161, 2162, 2201, 2202]
+    assert index.translate(TP, 101) is None and index.translate(TP, 2000) is None, "old offsets mean nothing now"
+    assert index.mirrored_to(TP) == 100 and index.source_start(TP) == 0
+
+
+def test_a_new_incarnation_opening_with_a_gap_never_translates_across_it() -> None:
+    index = OffsetIndex()
+    index.add(OffsetSync(TP, "orders", 0, 500, (SyncRun(0, 0, 500),)))
+    index.add(OffsetSync(TP, "orders", 0, 50, (SyncRun(40, 500, 10),), skipped_to=40, new_topic_id="new"))
+    assert index.gaps(TP) == [(0, 40)]
+    assert index.translate(TP, 0) is None and index.translate(TP, 39) is None
+    assert index.translate(TP, 40) == 500 and index.translate(TP, 50) == 510

@@ -16,7 +16,7 @@ from connectors.source_continuity import (
     stored_topic_id,
 )
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.skipped_ranges import SkippedRange
+from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
 OLD, NEW = "AAAAAAdbzRUAAAAAOt5osQ", "BBBBBAdbzRUAAAAAOt5osQ"
 
@@ -88,8 +88,9 @@ def test_with_skip_deleted_records_come_back_as_ranges_instead_of_a_failure() ->
         "connect-m",
         skip_deleted=True,
     )
-    assert skipped == [SkippedRange(a, OLD, 100, 250)]
-    assert skipped[0].describe() == "orders-0 offsets 100..249 (150 offsets)"
+    assert skipped.skipped == [SkippedRange(a, OLD, 100, 250)] and skipped.recreated == []
+    assert skipped.skipped[0].describe() == "orders-0 offsets 100..249 (150 offsets)"
+    assert skipped.start(a, 100) == 250 and skipped.start(b, 5) == 5
 
 
 def test_skip_never_steps_over_a_topic_created_again() -> None:
@@ -115,3 +116,46 @@ def test_the_audit_record_has_one_key_per_gap_and_the_whole_story_in_its_value()
     assert value["topic_id"] == OLD and value["target_topic"] == "us-east.orders"
     assert value["source_cluster"] == "us-east"
     assert json.loads(gap.audit_key()) == {"topic": "orders", "partition": 3, "topic_id": OLD, "first_missing": 100}
+
+
+def test_continue_goes_on_with_a_recreated_topic_from_its_offset_0_grown_or_smaller() -> None:
+    grown, smaller, other = SourcePartition("orders", 0), SourcePartition("orders", 1), SourcePartition("pay", 0)
+    crossings = check_continuity(
+        {grown: StoredOffset(2102, OLD), smaller: StoredOffset(2102, OLD), other: StoredOffset(7, OLD)},
+        {grown: (0, 4836), smaller: (0, 20), other: (0, 9)},
+        {"orders": NEW, "pay": OLD},
+        "connect-m",
+        continue_recreated=True,
+    )
+    assert crossings.recreated == [Recreation(grown, OLD, NEW, 2102), Recreation(smaller, OLD, NEW, 2102)]
+    assert crossings.skipped == []
+    assert [crossings.start(tp, 2102) for tp in (grown, smaller)] == [0, 0] and crossings.start(other, 7) == 7
+    assert "continuing the new topic of orders-0 (topic id " in crossings.describe()
+
+
+def test_continue_checks_the_new_topic_for_deleted_records_like_any_partition() -> None:
+    tp = SourcePartition("orders", 0)
+    args = ({tp: StoredOffset(2102, OLD)}, {tp: (40, 300)}, {"orders": NEW}, "connect-m")
+    with pytest.raises(SourceDiscontinuity, match=r"created again, topic id .*: first missing 0, first still there 40"):
+        check_continuity(*args, continue_recreated=True)
+    crossings = check_continuity(*args, continue_recreated=True, skip_deleted=True)
+    assert crossings.recreated == [Recreation(tp, OLD, NEW, 2102)]
+    assert crossings.skipped == [SkippedRange(tp, NEW, 0, 40)] and crossings.start(tp, 2102) == 40
+
+
+def test_without_continue_the_failure_names_the_policy_that_would_go_on() -> None:
+    tp = SourcePartition("orders", 0)
+    with pytest.raises(SourceDiscontinuity, match=r"topic\.recreation\.policy=continue mirrors them from its start"):
+        check_continuity({tp: StoredOffset(2102, OLD)}, {tp: (0, 4836)}, {"orders": NEW}, "connect-m")
+
+
+def test_the_recreation_audit_record_names_both_ids_and_where_the_old_topic_ended() -> None:
+    event = Recreation(SourcePartition("orders", 3), OLD, NEW, 2102)
+    again = Recreation(SourcePartition("orders", 3), NEW, "third", 50)
+    assert event.audit_key() != again.audit_key(), "compaction must keep every recreation"
+    value = json.loads(
+        event.audit_value(source_alias="us-east", target=TargetPartition("us-east.orders", 3), connector="m", task="t")
+    )
+    assert value["previous_topic_id"] == OLD and value["topic_id"] == NEW
+    assert value["previous_mirrored_to"] == 2102 and value["continued_from"] == 0
+    assert value["policy"] == "topic.recreation.policy=continue" and value["target_partition"] == 3
