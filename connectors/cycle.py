@@ -156,10 +156,14 @@ class Cycle:
             if crossings:
                 self.abort_and_rewind(crossings.describe())
                 return
+        # The epoch of the last record before each new offset: this cycle's, or the one committed
+        # when the offset did not move (an older epoch beside a newer offset would read as a divergence).
+        epochs = {tp: e for tp, e in own.leader_epochs.items() if offsets.get(tp) == own.committed.get(tp)}
+        epochs.update(self.path.leader_epochs())
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
             targets = [
-                TopicPartition(*own.reading[source], offset, metadata=own.commit_metadata(source))
+                TopicPartition(*own.reading[source], offset, metadata=own.commit_metadata(source, epochs.get(source)))
                 for source, offset in offsets.items()
             ]
             spans = [self._span(source, offset) for source, offset in offsets.items()]
@@ -168,6 +172,7 @@ class Cycle:
             self.abort_and_rewind(str(exc))
             return
         own.committed.update(offsets)
+        own.leader_epochs.update({source: epochs[source] for source in offsets if source in epochs})
         own.unsaved_start.clear()
         for gap in own.skipping.values():
             self.log.warning(
@@ -261,7 +266,7 @@ class Cycle:
         self.metrics.aborted(self.path)
         self._cycle_bytes = 0
         own = self.ownership
-        self.path.rewind({tp: own.committed[tp] for tp in own.reading})
+        self.path.rewind({tp: own.committed[tp] for tp in own.reading}, own.leader_epochs)
         # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
         # transaction timeout will not.
         give_up_s = 2 * self.run.config.transaction_timeout_ms / 1000

@@ -52,6 +52,9 @@ class Ownership:
         #: Partitions of recreated topics continued from the new topic's start
         #: (``topic.recreation.policy=continue``) that no commit has recorded yet.
         self.recreating: dict[SourcePartition, Recreation] = {}
+        #: The source leader epoch of the record before each committed offset, where known: committed
+        #: beside it, and sent with the first fetch after a start or rewind (KIP-320).
+        self.leader_epochs: dict[SourcePartition, int] = {}
         #: The id of each source topic read, as it was when its partitions were assigned: committed
         #: beside every offset, so a topic created again under the same name is known by its new id.
         self.topic_ids: dict[str, str] = {}
@@ -161,9 +164,10 @@ class Ownership:
         self.log.info("%s %d target partitions", why, len(partitions))
         self._sync_reading()
 
-    def commit_metadata(self, source: SourcePartition) -> str:
-        """What is committed beside the shadow offset of ``source``: its topic's id."""
-        return commit_metadata(self.topic_ids.get(source.topic))
+    def commit_metadata(self, source: SourcePartition, leader_epoch: int | None) -> str:
+        """What is committed beside the shadow offset of ``source``: its topic's id, and the leader
+        epoch of the record before the offset."""
+        return commit_metadata(self.topic_ids.get(source.topic), leader_epoch)
 
     def out_of_range(self, exc: SourceOffsetOutOfRange) -> Crossings:
         """A fetch found its offset gone: raise what happened to every partition read (with the
@@ -215,6 +219,7 @@ class Ownership:
             self.run.path.unassign([tp])
             self.run.path.assign({tp: start}, {tp.topic: event.new_topic_id})
             self.committed[tp] = start
+            self.leader_epochs.pop(tp, None)
             self._continue(event)
         self._skip(crossings.skipped)
 
@@ -235,6 +240,7 @@ class Ownership:
             first = earlier.first_missing if earlier is not None else gap.first_missing
             self.skipping[gap.source] = SkippedRange(gap.source, gap.topic_id, first, gap.first_present)
             self.committed[gap.source] = gap.first_present
+            self.leader_epochs.pop(gap.source, None)
             self.log.warning(
                 "offset.gap.policy=skip: %s were deleted on the source before they were mirrored; stepping over "
                 "them, and the next commit records the range",
@@ -260,6 +266,7 @@ class Ownership:
             for tp in removed:
                 del self.reading[tp]
                 self.committed.pop(tp, None)
+                self.leader_epochs.pop(tp, None)
                 self.unsaved_start.discard(tp)
                 self.skipping.pop(tp, None)  # its next owner finds the range again
                 self.recreating.pop(tp, None)  # ... and the recreation
@@ -268,12 +275,15 @@ class Ownership:
             return
         starts = self.resolver.resolve({target: source for source, target in added.items()})
         self.topic_ids.update(starts.topic_ids)
-        self.run.path.assign(starts.offsets, starts.topic_ids)
+        self.run.path.assign(starts.offsets, starts.topic_ids, starts.leader_epochs)
         self.reading.update(added)
         self.committed.update(starts.offsets)
+        self.leader_epochs.update(starts.leader_epochs)
         for event in starts.recreated.values():
             self._continue(event)
         self._skip(list(starts.skipped.values()))
         # Saved by the next commit, so a restart cannot resolve "latest" again.
         self.unsaved_start |= starts.unsaved
-        self.log.info("reading %d source partitions from %s", len(added), fmt_offsets(starts.offsets))
+        known = ", ".join(f"{tp} {epoch}" for tp, epoch in sorted(starts.leader_epochs.items()))
+        epochs = f" (source leader epochs: {known})" if known else ""
+        self.log.info("reading %d source partitions from %s%s", len(added), fmt_offsets(starts.offsets), epochs)

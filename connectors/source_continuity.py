@@ -34,19 +34,39 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
-_METADATA_PREFIX = "source-topic-id="
+_TOPIC_ID = "source-topic-id"
+_LEADER_EPOCH = "source-leader-epoch"
 
 
-def commit_metadata(topic_id: str | None) -> str:
-    """The metadata committed beside a shadow offset: the source topic's id ("" when unknown)."""
-    return f"{_METADATA_PREFIX}{topic_id}" if topic_id else ""
+def commit_metadata(topic_id: str | None, leader_epoch: int | None = None) -> str:
+    """The metadata committed beside a shadow offset: ``source-leader-epoch=E;source-topic-id=ID``.
+
+    The source leader epoch of the record before the offset (KIP-320) comes first, where known:
+    readers of before it took everything after ``source-topic-id=`` as the id, and now read no id
+    at all rather than a wrong one. "" when neither is known.
+    """
+    fields = []
+    if leader_epoch is not None and leader_epoch >= 0:
+        fields.append(f"{_LEADER_EPOCH}={leader_epoch}")
+    if topic_id:
+        fields.append(f"{_TOPIC_ID}={topic_id}")
+    return ";".join(fields)
+
+
+def _fields(metadata: str) -> dict[str, str]:
+    pairs = (field.partition("=") for field in metadata.rstrip("\0").split(";"))
+    return {key: value for key, eq, value in pairs if eq and value}
 
 
 def stored_topic_id(metadata: str) -> str | None:
     """The source topic id a shadow offset was committed for (None: committed without one)."""
-    if not metadata.startswith(_METADATA_PREFIX):
-        return None
-    return metadata[len(_METADATA_PREFIX) :].rstrip("\0") or None
+    return _fields(metadata).get(_TOPIC_ID)
+
+
+def stored_leader_epoch(metadata: str) -> int | None:
+    """The source leader epoch of the record before a shadow offset (None: committed without one)."""
+    epoch = _fields(metadata).get(_LEADER_EPOCH, "")
+    return int(epoch) if epoch.isdigit() else None
 
 
 def kafka_uuid(uuid: Uuid) -> str:
@@ -75,6 +95,8 @@ class StoredOffset:
 
     offset: int
     topic_id: str | None
+    #: The source leader epoch of the record before ``offset`` (None: not stored).
+    leader_epoch: int | None = None
 
 
 class SourceDiscontinuity(TaskFailure):

@@ -17,7 +17,14 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy, TopicRecreationPolicy
-from connectors.source_continuity import Crossings, StoredOffset, check_continuity, source_topic_ids, stored_topic_id
+from connectors.source_continuity import (
+    Crossings,
+    StoredOffset,
+    check_continuity,
+    source_topic_ids,
+    stored_leader_epoch,
+    stored_topic_id,
+)
 from mirror_sink.core import clients
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
 from mirror_sink.core.logs import Log
@@ -44,6 +51,8 @@ class StartOffsets:
     topic_ids: dict[str, str]
     skipped: dict[SourcePartition, SkippedRange]
     recreated: dict[SourcePartition, Recreation]
+    #: The source leader epoch stored with each offset that is continued from as it is (KIP-320).
+    leader_epochs: dict[SourcePartition, int]
 
 
 class StartOffsetResolver:
@@ -82,14 +91,20 @@ class StartOffsetResolver:
             if commit is None:
                 missing.append(source)
             else:
-                stored[source] = StoredOffset(commit.offset, stored_topic_id(commit.metadata))
+                meta = commit.metadata
+                stored[source] = StoredOffset(commit.offset, stored_topic_id(meta), stored_leader_epoch(meta))
         crossings = self.check(stored, topic_ids)
         offsets = {source: crossings.start(source, held.offset) for source, held in stored.items()}
         if missing:
             offsets.update(self._fallback(missing))
         skipped = {gap.source: gap for gap in crossings.skipped}
         recreated = {event.source: event for event in crossings.recreated}
-        return StartOffsets(offsets, frozenset(missing), topic_ids, skipped, recreated)
+        epochs = {
+            source: held.leader_epoch
+            for source, held in stored.items()
+            if held.leader_epoch is not None and offsets[source] == held.offset
+        }
+        return StartOffsets(offsets, frozenset(missing), topic_ids, skipped, recreated, epochs)
 
     def check(
         self, stored: Mapping[SourcePartition, StoredOffset], topic_ids: Mapping[str, str] | None = None

@@ -70,15 +70,25 @@ class DataPath(Protocol):
 
     committer: Committer
 
-    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, str] | None = None) -> None:
+    def assign(
+        self,
+        starts: Mapping[SourcePartition, int],
+        topic_ids: Mapping[str, str] | None = None,
+        leader_epochs: Mapping[SourcePartition, int] | None = None,
+    ) -> None:
         """Start reading these partitions at these offsets; ``topic_ids``: the id of each topic the
-        offsets belong to (Kafka's printed form), where the path can ask by id."""
+        offsets belong to (Kafka's printed form), where the path can ask by id; ``leader_epochs``:
+        the source leader epoch of the record before each offset, where known, so that the source
+        says whether its log still agrees (KIP-320)."""
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop reading these partitions."""
 
-    def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
-        """After an aborted cycle: read again from the committed ``offsets``."""
+    def rewind(
+        self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None
+    ) -> None:
+        """After an aborted cycle: read again from the committed ``offsets`` (``leader_epochs`` as in
+        ``assign``)."""
 
     def stop_at(self, ends: Mapping[SourcePartition, int]) -> None:
         """Copy nothing at or past these offsets, and let positions go no further (a planned range's
@@ -97,6 +107,11 @@ class DataPath(Protocol):
         Past control records and aborted transactions too, so the shadow group can reach the
         source's end offsets exactly.
         """
+
+    def leader_epochs(self) -> dict[SourcePartition, int]:
+        """The source leader epoch of the last record or batch put in the open cycle, per partition
+        that has one (KIP-320): committed beside the offset, so a restart can ask the source whether
+        its log still agrees."""
 
     def caught_up(self) -> bool:
         """True when everything read so far is in the open cycle and the source had nothing more

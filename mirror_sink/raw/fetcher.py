@@ -105,6 +105,8 @@ class Fetched:
     extra: int = 0
     #: False for a view of a response's frame: the frame is charged whole, until it is freed.
     charged: bool = True
+    #: The source leader epoch the batch was written in (-1: not known, the old v0/v1 format).
+    leader_epoch: int = -1
 
     @property
     def size(self) -> int:
@@ -183,12 +185,21 @@ class RawFetcher:
 
     # -- assignment -----------------------------------------------------------------------------
     @_locked
-    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, uuid.UUID] | None = None) -> None:
+    def assign(
+        self,
+        starts: Mapping[SourcePartition, int],
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+        leader_epochs: Mapping[SourcePartition, int] | None = None,
+    ) -> None:
         """Start reading ``starts``' partitions at their offsets; ``topic_ids``: the id of each topic
-        the offsets belong to (else the id the metadata gives at the first fetch)."""
-        ids = topic_ids or {}
+        the offsets belong to (else the id the metadata gives at the first fetch); ``leader_epochs``:
+        the leader epoch of the record before each offset, sent as the first fetch's
+        last_fetched_epoch so the source reports a log that diverged meanwhile (KIP-320)."""
+        ids, epochs = topic_ids or {}, leader_epochs or {}
         for tp, offset in starts.items():
-            self._parts[tp] = _Partition(offset, next(self._epochs), topic_id=ids.get(tp.topic))
+            self._parts[tp] = _Partition(
+                offset, next(self._epochs), topic_id=ids.get(tp.topic), last_epoch=epochs.get(tp, -1)
+            )
 
     @_locked
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
@@ -199,8 +210,12 @@ class RawFetcher:
                 self._drop_queue(part)
 
     @_locked
-    def seek(self, offsets: Mapping[SourcePartition, int]) -> None:
-        """Read again from ``offsets`` (after an abort): queued and in-flight data is dropped."""
+    def seek(
+        self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None
+    ) -> None:
+        """Read again from ``offsets`` (after an abort): queued and in-flight data is dropped;
+        ``leader_epochs`` as in ``assign``."""
+        epochs = leader_epochs or {}
         for tp, offset in offsets.items():
             part = self._parts[tp]
             self._drop_queue(part)
@@ -209,7 +224,7 @@ class RawFetcher:
             part.in_flight = False
             part.gone = None
             part.retry_at = 0.0
-            part.last_epoch = -1
+            part.last_epoch = epochs.get(tp, -1)
 
     def _drop_queue(self, part: _Partition) -> None:
         self.budget.give_back(part.queued_charge)
@@ -489,7 +504,7 @@ class RawFetcher:
                     forwarded += len(view)
                 continue
             header = parse_header(view)
-            part.last_epoch = _LEADER_EPOCH.unpack_from(view, _LEADER_EPOCH_AT)[0]
+            epoch = part.last_epoch = _LEADER_EPOCH.unpack_from(view, _LEADER_EPOCH_AT)[0]
             control = control_type(view) if header.is_control and len(view) > HEADER_SIZE else None
             # Every batch goes through the filter, those before the position too: an abort marker
             # there still ends its producer's aborted transaction for the batches after it.
@@ -498,9 +513,10 @@ class RawFetcher:
                 continue
             verify_crc(view, header)
             if verdict is not Verdict.FORWARD or header.record_count == 0:
-                self._queue(part, Fetched(None, header, part.position, header.next_offset))
+                self._queue(part, Fetched(None, header, part.position, header.next_offset, leader_epoch=epoch))
             else:
-                last = self._queue(part, Fetched(view, header, part.position, header.next_offset, charged=charged))
+                item = Fetched(view, header, part.position, header.next_offset, charged=charged, leader_epoch=epoch)
+                last = self._queue(part, item)
                 forwarded += len(view)
         return last, forwarded
 

@@ -119,6 +119,8 @@ class RawPath:
         self._limits: dict[str, int] = {}
         self._admin: AdminClient | None = None
         self._position: dict[SourcePartition, int] = {}
+        #: The leader epoch of the last batch put in the cycle, per partition (KIP-320).
+        self._epoch: dict[SourcePartition, int] = {}
         #: Planned range ends (``stop_at``): nothing at or past them is copied.
         self._stops: dict[SourcePartition, int] = {}
         #: Each read partition's target, built once: ``_take`` looks it up for every partition on every call.
@@ -133,11 +135,20 @@ class RawPath:
         self.fetching.start()
 
     # -- DataPath -------------------------------------------------------------------------------
-    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, str] | None = None) -> None:
+    def assign(
+        self,
+        starts: Mapping[SourcePartition, int],
+        topic_ids: Mapping[str, str] | None = None,
+        leader_epochs: Mapping[SourcePartition, int] | None = None,
+    ) -> None:
         """Fetch these partitions from these offsets, by the topic ids given (Fetch v13+): a topic
-        created again under its name is then never read at the old topic's offsets."""
-        self.fetcher.assign(starts, {topic: as_uuid(text) for topic, text in (topic_ids or {}).items()})
+        created again under its name is then never read at the old topic's offsets; with the leader
+        epochs given, a log truncated meanwhile is reported by the source (KIP-320)."""
+        ids = {topic: as_uuid(text) for topic, text in (topic_ids or {}).items()}
+        self.fetcher.assign(starts, ids, leader_epochs)
         self._position.update(starts)
+        for tp in starts:
+            self._epoch.pop(tp, None)
         self.fetcher.wire.wakeup()  # fetch them now, not at the fetch thread's next look
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
@@ -146,13 +157,18 @@ class RawPath:
         self.fetcher.unassign(tps)
         for tp in tps:
             self._position.pop(tp, None)
+            self._epoch.pop(tp, None)
             self._target.pop(tp, None)
 
-    def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
+    def rewind(
+        self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None
+    ) -> None:
         """Fetch again from the committed offsets; what was fetched since is dropped."""
         self._stats = {}
-        self.fetcher.seek(offsets)
+        self.fetcher.seek(offsets, leader_epochs)
         self._position.update(offsets)
+        for tp in offsets:
+            self._epoch.pop(tp, None)
         self.fetcher.wire.wakeup()
 
     def stop_at(self, ends: Mapping[SourcePartition, int]) -> None:
@@ -162,6 +178,10 @@ class RawPath:
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
         return {tp: self._position.get(tp, offset) for tp, offset in committed.items()}
+
+    def leader_epochs(self) -> dict[SourcePartition, int]:
+        """The leader epoch of the last batch put in the cycle, per partition since its (re)start."""
+        return dict(self._epoch)
 
     def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
         """Hand the fetched batches to the producer, send, and account acknowledgements.
@@ -259,6 +279,8 @@ class RawPath:
                     nbytes += b
                 stop = self._stops.get(tp)
                 self._position[tp] = item.next_offset if stop is None else min(item.next_offset, stop)
+                if item.leader_epoch >= 0:
+                    self._epoch[tp] = item.leader_epoch
                 done += 1
         except BaseException:
             for _, _, item in plan[done:]:  # taken from the fetcher but never handed to the producer

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from mirror_sink.core.data_path import Committer, Copied
-from mirror_sink.core.errors import SourceOffsetOutOfRange, TaskFailure
+from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -54,9 +54,24 @@ class RecordPath:
         #: Planned range ends (``stop_at``): nothing at or past them is copied.
         self._stops: dict[SourcePartition, int] = {}
 
-    def assign(self, starts: Mapping[SourcePartition, int], topic_ids: Mapping[str, str] | None = None) -> None:
-        """incremental_assign at the given offsets (librdkafka asks by name: ``topic_ids`` is not used)."""
-        self.source.incremental_assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
+    def assign(
+        self,
+        starts: Mapping[SourcePartition, int],
+        topic_ids: Mapping[str, str] | None = None,
+        leader_epochs: Mapping[SourcePartition, int] | None = None,
+    ) -> None:
+        """incremental_assign at the given offsets (librdkafka asks by name: ``topic_ids`` is not
+        used). With a leader epoch, librdkafka validates the offset against the source's log first
+        (KIP-320) and reports a truncation instead of reading on."""
+        epochs = leader_epochs or {}
+        at = [TopicPartition(*tp, o, leader_epoch=epochs.get(tp, -1)) for tp, o in starts.items()]
+        self.source.incremental_assign(at)
+        for tp in at:
+            if tp.leader_epoch is not None:
+                # librdkafka validates an assigned offset only when the partition's leader epoch
+                # changes afterwards: not when its metadata was cached already (the watermarks read
+                # before the assignment cached it). A seek with the epoch always validates.
+                self.source.seek(tp)
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """incremental_unassign."""
@@ -64,14 +79,16 @@ class RecordPath:
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in tps])
         self._rewound.difference_update(tps)
 
-    def rewind(self, offsets: Mapping[SourcePartition, int]) -> None:
+    def rewind(
+        self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None
+    ) -> None:
         """Re-assign at the committed offsets (librdkafka drops what it prefetched)."""
         if not offsets:
             return
         self._rewound.update(offsets)
         self.copier.stats = {}
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in offsets])
-        self.assign(offsets)
+        self.assign(offsets, leader_epochs=leader_epochs)
 
     def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
         """Consume up to a batch of records and produce them."""
@@ -95,6 +112,17 @@ class RecordPath:
     def caught_up(self) -> bool:
         """librdkafka fetches ahead on its own: a consume that drained its queue has caught up."""
         return self._drained
+
+    def leader_epochs(self) -> dict[SourcePartition, int]:
+        """The leader epoch of the last record returned, per partition, as librdkafka keeps it with
+        the position (asked at commit only: nothing per record). None for a partition rewound and
+        not read since: its position may predate the rewind."""
+        out = {}
+        for tp in self.source.position(self.source.assignment()):
+            key = SourcePartition(tp.topic, tp.partition)
+            if tp.leader_epoch is not None and tp.leader_epoch >= 0 and key not in self._rewound:
+                out[key] = tp.leader_epoch
+        return out
 
     def _stop_of(self, msg: Message) -> int:
         return self._stops.get(SourcePartition(msg.topic() or "", msg.partition() or 0), _NO_STOP)
@@ -120,6 +148,13 @@ class RecordPath:
         if err is None:
             return False
         where = f"{msg.topic()}-{msg.partition()}"
+        if err.code() == KafkaError._AUTO_OFFSET_RESET and "truncation" in err.str():
+            # librdkafka reports KIP-320's divergence as an offset reset it may not do, by its reason.
+            raise SourceTruncated(
+                f"source partition {where} diverged from what was mirrored (an unclean leader election truncated "
+                f"its log?): {err.str()}. The target holds records the source no longer has; the mirror stops "
+                "rather than mirror over them (docs/troubleshooting.md)"
+            )
         if err.code() == KafkaError._AUTO_OFFSET_RESET:
             raise SourceOffsetOutOfRange(msg.topic() or "", msg.partition() or 0, None, err.str())
         if err.fatal() or err.code() in (

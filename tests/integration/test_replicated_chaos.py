@@ -23,21 +23,31 @@ saturated): after the partition leader's SIGKILL 0-14 s; after the transaction c
 (EndTxn answered CONCURRENT_TRANSACTIONS for 60 s while the new coordinator finished the old
 transaction's markers); after the group coordinator's 35-117 s (the members heartbeat the dead
 coordinator until their session ends, then rejoin); rolling restarts and the source bounce 0-10 s.
+
+The same clusters then truncate a source log with a real unclean leader election while a mirror of
+each mode is stopped: at start, both must report the divergence (KIP-320, with the leader epoch
+committed beside the shadow offset) rather than read the new leader's log on from the stored offset.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import ElectionType, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from devkafka.data import create_topic, end_offsets
+from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, WireClient
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import TransactionalLoad, Unique, mirror_config, wait_until
+from tests.integration.harness import MirrorProcess, TransactionalLoad, Unique, mirror_config, wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide
 
 pytestmark = pytest.mark.timeout(900)
@@ -175,3 +185,97 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
     # A transaction left by the stop is aborted within transaction.timeout.ms (60 s here).
     wait_until(lambda: not _lso_below_hw(target, target_topics), 90, "no transaction left open on the target")
     assert len(stalls) == 3 + len(target.nodes) + 1
+
+
+def _bootstrap(cluster: ReplicatedKafkaCluster, nodes: list[int]) -> str:
+    """The client listeners of ``nodes`` only (a frozen node would hang a request sent to it)."""
+    return ",".join(cluster.node(n).bootstrap_servers for n in nodes)
+
+
+def _partition_state(cluster: ReplicatedKafkaCluster, nodes: list[int], topic: str) -> tuple[int | None, list[int]]:
+    """Leader and ISR of ``topic``-0, asked of ``nodes`` (None and [] while no answer comes: a node
+    just frozen or killed may hold the request until it times out)."""
+    admin = AdminClient({"bootstrap.servers": _bootstrap(cluster, nodes)})
+    try:
+        partition = admin.describe_topics(TopicCollection([topic]))[topic].result(10).partitions[0]
+    except (KafkaException, TimeoutError):
+        return None, []
+    return (partition.leader.id if partition.leader else None), sorted(r.id for r in partition.isr)
+
+
+def _elect_uncleanly(cluster: ReplicatedKafkaCluster, nodes: list[int], topic: str, leader: int) -> bool:
+    """Ask for an unclean election of ``topic``-0; True once ``leader`` leads it."""
+    admin = AdminClient({"bootstrap.servers": _bootstrap(cluster, nodes)})
+    with contextlib.suppress(KafkaException, TimeoutError):  # ELECTION_NOT_NEEDED once done; a quorum settling
+        admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result(10)
+    return _partition_state(cluster, nodes, topic)[0] == leader
+
+
+def _truncate_by_an_unclean_election(
+    cluster: ReplicatedKafkaCluster, topic: str, mirrored: Callable[[str], None]
+) -> None:
+    """Write 100 records that only the leader has, let ``mirrored`` copy them (given the live nodes'
+    addresses), then kill the leader and elect the out-of-sync follower (unclean): its log ends at
+    0, in a new leader epoch. 150 new records follow, so the source has offsets past what was
+    mirrored again, none of them the same records."""
+    leader, isr = _partition_state(cluster, [1, 2, 3], topic)
+    follower = next(n for n in isr if n != leader)
+    others = [n for n in (1, 2, 3) if n != follower]
+    alive = [n for n in (1, 2, 3) if n != leader]
+    pid = cluster.node(follower).state.pid
+    assert leader is not None and pid is not None
+    os.kill(pid, signal.SIGSTOP)  # out of the ISR; its log stays where it is
+    try:
+        wait_until(lambda: _partition_state(cluster, others, topic)[1] == [leader], 60, "the ISR to shrink")
+        produce(_bootstrap(cluster, others), topic, [Rec(b"k", b"old-%d" % i) for i in range(100)])
+        mirrored(_bootstrap(cluster, others))
+        cluster.node(leader).stop(hard=True)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: _elect_uncleanly(cluster, alive, topic, follower), 90, "an unclean election", interval=2)
+    produce(_bootstrap(cluster, alive), topic, [Rec(b"k", b"new-%d" % i) for i in range(150)])
+    cluster.node(leader).start(RESTART_S)  # it truncates its log to the new leader's
+    cluster.wait_brokers([1, 2, 3], RESTART_S)
+
+
+def _shadow_offset(target: ReplicatedKafkaCluster, proc: MirrorProcess, target_topic: str) -> int:
+    group = f"connect-{proc.config['name']}"
+    return committed_offsets(target.bootstrap_servers, group, [(target_topic, 0)])[(target_topic, 0)]
+
+
+def test_a_source_log_truncated_by_an_unclean_election_while_the_mirror_was_stopped_stops_it(
+    replicated_pair: ReplicatedPair, unique: Unique, mirror: MirrorFactory
+) -> None:
+    """KIP-320 across a restart: each mode commits the source leader epoch beside its offset and
+    asks the source with it at start. Without it the source's new log, grown past the stored offset,
+    would be read on from there: its first 100 records never mirrored, and the target holding 100
+    the source no longer has."""
+    source, target = replicated_pair.source, replicated_pair.target
+    topic = unique("truncated")
+    settings = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
+    admin = AdminClient(source.client_config)  # kept: a client collected under its future fails it
+    admin.create_topics([NewTopic(topic, 1, 2, config=settings)])[topic].result(30)
+    wait_until(lambda: len(_partition_state(source, [1, 2, 3], topic)[1]) == 2, 30, f"{topic} in sync")
+    procs: dict[str, MirrorProcess] = {}
+
+    def mirrored(live: str) -> None:
+        for mode in MODES:
+            config = mirror_config(unique(f"truncated-{mode}"), source, target, topic, **{"mirror.mode": mode})
+            config.update({"source.cluster.alias": mode, "source.cluster.bootstrap.servers": live})
+            proc = procs[mode] = mirror(config).start()
+            copied = partial(lambda p, t: _shadow_offset(target, p, t) == 100, proc, f"{mode}.{topic}")
+            wait_until(copied, 90, f"the {mode} mirror to copy the 100 records", detail=proc.log_tail)
+            assert proc.stop() == 0, proc.log_tail()
+            config["source.cluster.bootstrap.servers"] = source.bootstrap_servers
+
+    _truncate_by_an_unclean_election(source, topic, mirrored)
+    for mode, proc in procs.items():
+        started = time.monotonic()
+        assert proc.start().wait(90) == 1, proc.log_tail()
+        took = time.monotonic() - started
+        log = proc.log_text()
+        assert "truncated" in log and f"{topic}-0" in log, proc.log_tail()
+        values = [r.value for r in read_all(target.bootstrap_servers, f"{mode}.{topic}").get(0, [])]
+        assert values == [b"old-%d" % i for i in range(100)], f"{mode}: mirrored on past the truncation"
+        assert _shadow_offset(target, proc, f"{mode}.{topic}") == 100
+        print(f"{mode}: failed {took:.1f} s after the start")

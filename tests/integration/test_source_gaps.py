@@ -16,6 +16,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from connectors.source_continuity import stored_topic_id
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
 from devkafka.data import Rec, committed_offsets, delete_records, produce, read_all, recreate_topic, topic_id
@@ -344,8 +345,8 @@ def _continued_exactly(
         held = reader.committed([TopicPartition(target_topic, p) for p in old], timeout=30)
     finally:
         reader.close()
-    assert {(tp.partition, tp.offset, tp.metadata) for tp in held} == {
-        (p, len(new[p]), f"source-topic-id={new_id}") for p in old
+    assert {(tp.partition, tp.offset, stored_topic_id(tp.metadata or "")) for tp in held} == {
+        (p, len(new[p]), new_id) for p in old
     }
 
 

@@ -79,6 +79,18 @@ def test_a_v13_fetch_asks_by_the_mirrored_topic_id_with_the_leader_and_last_fetc
     assert (partition.fetch_offset, partition.current_leader_epoch, partition.last_fetched_epoch) == (100, 7, 5)
 
 
+def test_the_first_fetch_after_a_start_or_a_rewind_sends_the_epoch_stored_with_the_offset() -> None:
+    fetcher = _fetcher(_Wire(version=13, leader_epoch=7))
+    fetcher.assign({TP: 100}, {"orders": OLD}, {TP: 4})
+    (topic,) = fetcher._request([TP], 1 << 20, 100).topics
+    assert topic.partitions[0].last_fetched_epoch == 4, "a log truncated while the mirror was stopped is reported"
+    fetcher._parts[TP].last_epoch = 6
+    fetcher.seek({TP: 100}, {TP: 4})
+    assert fetcher._request([TP], 1 << 20, 100).topics[0].partitions[0].last_fetched_epoch == 4
+    fetcher.seek({TP: 100})
+    assert fetcher._request([TP], 1 << 20, 100).topics[0].partitions[0].last_fetched_epoch == -1
+
+
 def test_a_v12_broker_is_asked_by_name() -> None:
     fetcher = _fetcher(_Wire(version=12))
     fetcher.assign({TP: 100})

@@ -13,6 +13,7 @@ from connectors.source_continuity import (
     check_continuity,
     commit_metadata,
     kafka_uuid,
+    stored_leader_epoch,
     stored_topic_id,
 )
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -26,6 +27,16 @@ def test_the_topic_id_round_trips_through_the_commit_metadata() -> None:
     assert commit_metadata(None) == ""
     assert stored_topic_id("") is None
     assert stored_topic_id("written by another tool") is None
+
+
+def test_the_leader_epoch_comes_first_in_the_metadata_so_older_readers_read_no_id_not_a_wrong_one() -> None:
+    both = commit_metadata(OLD, 7)
+    assert both == f"source-leader-epoch=7;source-topic-id={OLD}"
+    assert (stored_topic_id(both), stored_leader_epoch(both)) == (OLD, 7)
+    assert not both.startswith("source-topic-id="), "the reader before epochs took all after the prefix as the id"
+    assert stored_leader_epoch(commit_metadata(OLD)) is None and stored_leader_epoch(commit_metadata(OLD, -1)) is None
+    assert commit_metadata(None, 3) == "source-leader-epoch=3"
+    assert stored_topic_id(f"source-topic-id={OLD}\0") == OLD, "librdkafka's trailing NUL"
 
 
 def test_offsets_the_source_still_has_pass() -> None:
