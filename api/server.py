@@ -20,7 +20,7 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -56,33 +56,70 @@ def _commit() -> str:
         return "unknown"
 
 
-_RETRY_CLUSTER_ID_S = 60.0
+#: How long one cluster-id lookup may take (a TLS and SASL handshake on a busy machine, too).
+_CLUSTER_ID_TIMEOUT_S = 30.0
+#: How long GET / waits for a lookup under way before it answers without the id.
+_CLUSTER_ID_WAIT_S = 5.0
+#: Between failed lookups of one cluster: doubling from the first, up to the last.
+_CLUSTER_ID_BACKOFF_S = (2.0, 60.0)
 
 
-def _cluster_id_reader(
-    bootstrap: str | None, herder: Herder, client_config: Mapping[str, str] | None = None
-) -> Callable[[], str | None]:
-    """The target cluster's id: the worker's own cluster (reached with the worker's client security
-    settings), or the first connector's target."""
-    known: dict[str, str] = {}
-    failed: dict[str, float] = {}
+class _ClusterIdReader:
+    """The target cluster's id for GET /: the worker's own cluster (reached with the worker's client
+    security settings), or the first connector's target.
 
-    def read() -> str | None:
-        settings = {"bootstrap.servers": bootstrap, **(client_config or {})} if bootstrap else None
-        settings = settings or herder.queries.first_target()
+    Asked in the background: GET / waits for the answer a few seconds at most, and answers ``null``
+    while it has not come, however slow the cluster is. The lookup goes on meanwhile, so the id shows
+    as soon as the cluster answers; a failed one is tried again by a later GET, with backoff. (A
+    lookup cut at 5 s on the request path was not tried again for a minute: a secured cluster slow
+    to its first handshake on a busy machine showed no id for that long.)
+    """
+
+    def __init__(self, bootstrap: str | None, herder: Herder, client_config: Mapping[str, str] | None) -> None:
+        self._own = {"bootstrap.servers": bootstrap, **(client_config or {})} if bootstrap else None
+        self._herder = herder
+        self._known: dict[str, str] = {}
+        self._next_try: dict[str, float] = {}
+        self._backoff: dict[str, float] = {}
+        self._asking: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str | None:
+        settings = self._own or self._herder.queries.first_target()
         if not settings:
             return None
         address = settings["bootstrap.servers"]
-        # A cluster that did not answer is not asked again for a minute: GET / must stay quick.
-        if address not in known and time.monotonic() - failed.get(address, -_RETRY_CLUSTER_ID_S) >= _RETRY_CLUSTER_ID_S:
-            try:
-                admin = clients.admin(settings, "worker")
-                known[address] = str(admin.describe_cluster(request_timeout=5).result(5).cluster_id)
-            except Exception:
-                failed[address] = time.monotonic()
-        return known.get(address)
+        with self._lock:
+            if address in self._known or time.monotonic() < self._next_try.get(address, 0):
+                return self._known.get(address)
+            answered = self._asking.get(address)
+            if answered is None:
+                answered = self._asking[address] = threading.Event()
+                asking = threading.Thread(target=self._ask, args=(dict(settings), answered), daemon=True)
+                asking.start()
+        answered.wait(_CLUSTER_ID_WAIT_S)
+        with self._lock:
+            return self._known.get(address)
 
-    return read
+    def _ask(self, settings: dict[str, str], answered: threading.Event) -> None:
+        address = settings["bootstrap.servers"]
+        try:
+            admin = clients.admin(settings, "worker")
+            described = admin.describe_cluster(request_timeout=_CLUSTER_ID_TIMEOUT_S)
+            found = str(described.result(_CLUSTER_ID_TIMEOUT_S).cluster_id)
+        except Exception as exc:
+            first, most = _CLUSTER_ID_BACKOFF_S
+            with self._lock:
+                wait = self._backoff[address] = min(most, 2 * self._backoff.get(address, first / 2))
+                self._next_try[address] = time.monotonic() + wait
+                del self._asking[address]
+            answered.set()
+            log.info("GET /: the cluster id of %s is not known yet (%s); asking again in %.0f s", address, exc, wait)
+            return
+        with self._lock:
+            self._known[address] = found
+            del self._asking[address]
+        answered.set()
 
 
 class _Server(uvicorn.Server):
@@ -204,7 +241,7 @@ class RestServer:
         app = create_app(
             herder,
             commit=_commit(),
-            cluster_id=_cluster_id_reader(config.bootstrap_servers, herder, config.kafka_client_config()),
+            cluster_id=_ClusterIdReader(config.bootstrap_servers, herder, config.kafka_client_config()),
         )
         faulthandler.register(signal.SIGUSR1, all_threads=True)
         servers = [
