@@ -15,9 +15,10 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.topic_provisioner import TopicProvisioner
@@ -27,6 +28,7 @@ from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
 from mirror_sink.failover.groups import (
     IDLE_STATES,
     ClusterUnreachable,
@@ -55,6 +57,10 @@ class FailoverPlan:
     behind: dict[tuple[str, TargetPartition], int] = field(default_factory=dict)
     checkpoint_age_s: dict[tuple[str, TargetPartition], float] = field(default_factory=dict)
     unchanged: set[tuple[str, TargetPartition]] = field(default_factory=set)  # target already there or ahead
+    #: The offset syncs read (None: syncs off), and every mirrored target partition with its source
+    #: topic: what the failover record describes.
+    index: OffsetIndex | None = None
+    mirrored: dict[TargetPartition, str] = field(default_factory=dict)
 
     def table(self) -> str:
         """The plan as a table for operators."""
@@ -118,7 +124,86 @@ class Failover:
                 raise FailoverRefused(f"{exc} ({done}); fix it and run failover again") from exc
             moved.append(group)
             self.say(f"committed {len(offsets)} partitions of group {group} on the target")
+        try:
+            record = self.record(plan)
+        except (KafkaException, TaskFailure) as exc:
+            raise FailoverRefused(
+                f"every group moved, but the failover record could not be written to the target ({exc}); run "
+                "failover again to write it: the groups are in place, nothing moves twice"
+            ) from exc
+        cut = sum(1 for c in record.cuts if c.unmirrored)
+        self.say(
+            f"recorded failover {record.failover_id} in {failovers_topic(self.config.source_alias)}: "
+            f"{len(record.cuts)} partitions ({cut} with source records the mirror had not copied), "
+            f"{len(record.groups)} groups"
+        )
         return len(moved)
+
+    def record(self, plan: FailoverPlan) -> FailoverRecord:
+        """Write what the switch was to the failovers topic on the target, in one transaction, so a
+        failback does not depend on the offset syncs' retention or on the shadow group's offsets."""
+        cfg = self.config
+        target_admin = clients.admin(cfg.target_admin(), self._client_id)
+        groups: dict[str, GroupMove] = {}
+        for t in plan.translations:
+            if t.target_offset is None:
+                continue
+            move = groups.setdefault(t.group, GroupMove(t.group, {}, {}))
+            move.offsets[t.target] = t.target_offset
+            if (t.group, t.target) in plan.checkpoint_age_s:
+                move.checkpoint_age_s[t.target] = plan.checkpoint_age_s[(t.group, t.target)]
+        record = FailoverRecord(
+            cfg.name,
+            FailoverRecord.new_id(),
+            plan.mode,
+            datetime.now(UTC).isoformat(timespec="milliseconds"),
+            cfg.source_alias,
+            _cluster_id(clients.admin(cfg.source_admin(), self._client_id)) if plan.mode == "planned" else None,
+            _cluster_id(target_admin),
+            tuple(self._cuts(plan)),
+            tuple(groups.values()),
+        )
+        topic = failovers_topic(cfg.source_alias)
+        _create_compacted(target_admin, topic, cfg.offset_syncs_replication_factor)
+        producer = clients.target_producer(
+            cfg.target_producer(), self._client_id, f"{cfg.name}-failover-record", cfg.transaction_timeout_ms
+        )
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for key, value in record.records():
+            producer.produce(topic, value, key, partition=0)
+        producer.commit_transaction(60)
+        return record
+
+    def _cuts(self, plan: FailoverPlan) -> list[PartitionCut]:
+        """Where every mirrored partition stood: the shadow group's offset, where the next record
+        would land, the target's end and (planned) the source's."""
+        cfg = self.config
+        if not plan.mirrored:
+            return []
+        shadow = committed_offsets(
+            cfg.target_consumer(), cfg.shadow_group_id, list(plan.mirrored), self._client_id, "target"
+        )
+        target = _reader(cfg.target_consumer(), self._client_id)
+        source = _reader(cfg.source_consumer(), self._client_id) if plan.mode == "planned" else None
+        try:
+            cuts = []
+            for tp, source_topic in sorted(plan.mirrored.items()):
+                mirrored_to = shadow.get(tp)
+                lands = None
+                if plan.index is not None and mirrored_to is not None:
+                    lands = plan.index.translate(tp, mirrored_to)
+                source_end = _stable_end(source, source_topic, tp.partition) if source is not None else None
+                cuts.append(
+                    PartitionCut(
+                        tp, source_topic, mirrored_to, lands, _stable_end(target, tp.topic, tp.partition), source_end
+                    )
+                )
+            return cuts
+        finally:
+            target.close()
+            if source is not None:
+                source.close()
 
     # -- planned: exact, from the offset syncs ---------------------------------------------------
     def _from_syncs(
@@ -171,6 +256,8 @@ class Failover:
             )
         plan = FailoverPlan("planned", translations)
         plan.behind = _records_behind(translations, index)
+        plan.index = index
+        plan.mirrored = {target: topic for (topic, _), target in mapped.items()}
         return plan
 
     def _mapped_partitions(self, source_admin: AdminClient) -> dict[tuple[str, int], TargetPartition]:
@@ -280,9 +367,11 @@ class Failover:
         if syncs is not None:  # the syncs live on the target, which is still here
             reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
             try:
-                plan.behind = _records_behind(plan.translations, reader.catch_up())
+                plan.index = reader.catch_up()
             finally:
                 reader.close()
+            plan.behind = _records_behind(plan.translations, plan.index)
+            plan.mirrored = dict(plan.index.source_topics)
         return plan
 
     # -- the target side -------------------------------------------------------------------------
@@ -307,6 +396,24 @@ class Failover:
                 have = current.get(t.target)
                 if have is not None and t.target_offset is not None and have >= t.target_offset:
                     plan.unchanged.add((group, t.target))
+
+
+def _cluster_id(admin: AdminClient) -> str | None:
+    """The cluster's id, or None when it does not answer in time."""
+    try:
+        return str(admin.describe_cluster(request_timeout=10).result(10).cluster_id)
+    except (KafkaException, TimeoutError):
+        return None
+
+
+def _create_compacted(admin: AdminClient, topic: str, replication_factor: int) -> None:
+    """Create ``topic`` (one partition, compacted) unless it exists."""
+    future = admin.create_topics([NewTopic(topic, 1, replication_factor, config={"cleanup.policy": "compact"})])[topic]
+    try:
+        future.result(30)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise TaskFailure(f"cannot create {topic!r} on the target: {exc.args[0].str()}") from exc
 
 
 def _records_behind(translations: list[Translation], index: OffsetIndex) -> dict[tuple[str, TargetPartition], int]:

@@ -26,6 +26,8 @@ from devkafka.data import (
 )
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest, read_records
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     TransactionalLoad,
@@ -86,6 +88,15 @@ def _resume(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int
         consumer.close()
     assert not pending, f"{group} did not reach the end of {topic}"
     return out
+
+
+def _recorded(target: KafkaEndpoint, config: dict[str, str]) -> FailoverRecord:
+    """The newest failover record of the connector, as a failback would read it."""
+    alias = config.get("source.cluster.alias", "source")
+    stored = read_all(target.bootstrap_servers, failovers_topic(alias)).get(0, [])
+    record = latest(read_records((r.key, r.value) for r in stored), config["name"])
+    assert record is not None, f"no failover record of {config['name']} in {failovers_topic(alias)}"
+    return record
 
 
 def _failover(config: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -200,6 +211,26 @@ def test_failover_resumes_every_group_exactly(
         rest = _resume(target.bootstrap_servers, end, target_topic, partitions)
         assert all(not recs for recs in rest.values()), f"{end} re-read records on {target_topic}"
 
+    # The durable record of the switch: every mirrored partition's cut, and where each group went.
+    assert "recorded failover" in result.stdout, result.stdout
+    record = _recorded(target, config)
+    assert record.mode == "planned" and record.source_cluster_id and record.target_cluster_id
+    cuts = {c.target: c for c in record.cuts}
+    assert set(cuts) == {TargetPartition(f"source.{t}", p) for t, n in topics.items() for p in range(n)}
+    for tp, cut in cuts.items():
+        topic = tp.topic.removeprefix("source.")
+        source_end = end_offsets(source.bootstrap_servers, topic)[tp.partition]
+        landed = read_all(target.bootstrap_servers, tp.topic).get(tp.partition, [])
+        assert (cut.source_topic, cut.mirrored_to, cut.source_end, cut.unmirrored) == (topic, source_end, source_end, 0)
+        assert cut.target_end == end_offsets(target.bootstrap_servers, tp.topic)[tp.partition], cut
+        assert cut.target_offset == (landed[-1].offset + 1 if landed else None), cut
+    moved = {g.group: g.offsets for g in record.groups}
+    assert set(moved) == {mid, end}
+    for topic, partitions in topics.items():
+        target_topic = f"source.{topic}"
+        committed = committed_offsets(target.bootstrap_servers, mid, [(target_topic, p) for p in range(partitions)])
+        assert {(tp.topic, tp.partition): o for tp, o in moved[mid].items() if tp.topic == target_topic} == committed
+
 
 def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
@@ -263,6 +294,18 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     src = read_all(source.bootstrap_servers, topic)
     for p, start in ((0, 77), (1, 123)):
         assert [r.content() for r in got[p]] == [r.content() for r in src[p] if r.offset >= start]
+    # Recorded as a disaster: the source's end unknown, each checkpoint's age kept with the group.
+    record = _recorded(target, gone)
+    assert record.mode == "disaster" and record.source_cluster_id is None and record.target_cluster_id
+    assert {(c.target, c.mirrored_to, c.source_end) for c in record.cuts} == {
+        (TargetPartition(target_topic, 0), 200, None),
+        (TargetPartition(target_topic, 1), 200, None),
+    }
+    (group,) = record.groups
+    assert group.group == mid and set(group.offsets) == set(group.checkpoint_age_s) == {
+        TargetPartition(target_topic, 0),
+        TargetPartition(target_topic, 1),
+    }
 
     # The source gone and no checkpoint for the group: refused, nothing committed.
     result = _failover(gone, tmp_path, "--groups", unknown)
