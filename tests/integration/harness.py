@@ -25,6 +25,7 @@ from devkafka.data import (
     Address,
     ProduceSpec,
     Rec,
+    client_settings,
     committed_offsets,
     create_topic,
     end_offsets,
@@ -572,3 +573,25 @@ def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
 def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
     """The sum of ``name``'s samples whose labels include ``labels``."""
     return sum(v for lab, v in samples.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
+
+
+def commit_group_offsets(bootstrap: Address, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group`` as a consumer application would (not a member: no join)."""
+    consumer = Consumer({**client_settings(bootstrap), "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def run_failover(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-sink failover`` for ``config`` with ``args``: its exit code and output."""
+    path = workdir / f"failover-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps({"name": config["name"], "config": config}))
+    return subprocess.run(
+        [sys.executable, "-m", "mirror_sink.cli", "failover", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -33,23 +30,17 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
+    commit_group_offsets,
     committed_on_target,
     compacted_with_gaps,
     mirror_config,
+    run_failover,
     shadow_caught_up,
     wait_until,
 )
 from tests.integration.java_tools import java_translate_offsets
 
 CHECKPOINTS = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}
-
-
-def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 def _resume(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, list[Rec]]:
@@ -99,18 +90,6 @@ def _recorded(target: KafkaEndpoint, config: dict[str, str]) -> FailoverRecord:
     return record
 
 
-def _failover(config: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / f"failover-{time.monotonic_ns()}.json"
-    path.write_text(json.dumps({"name": config["name"], "config": config}))
-    return subprocess.run(
-        [sys.executable, "-m", "mirror_sink.cli", "failover", str(path), *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
 def _make_sources(source: KafkaEndpoint, prefix: str) -> dict[str, int]:
     """Aborted transactions (lz4), a zstd topic of big batches, a compacted topic with offset gaps."""
     txn, big, compacted = f"{prefix}-txn", f"{prefix}-zstd", f"{prefix}-compacted"
@@ -143,8 +122,8 @@ def _commit_groups(source: KafkaEndpoint, topics: dict[str, int], mid: str, end:
                 offset = gaps[len(gaps) // 2]  # an offset that holds no record any more
             offsets[p] = offset
         mids[topic] = offsets
-        _commit(source.bootstrap_servers, mid, {(topic, p): o for p, o in offsets.items()})
-        _commit(source.bootstrap_servers, end, {(topic, p): ends[p] for p in range(partitions)})
+        commit_group_offsets(source.bootstrap_servers, mid, {(topic, p): o for p, o in offsets.items()})
+        commit_group_offsets(source.bootstrap_servers, end, {(topic, p): ends[p] for p in range(partitions)})
     return mids
 
 
@@ -184,7 +163,7 @@ def test_failover_resumes_every_group_exactly(
     finally:
         assert proc.stop() == 0, proc.log_tail()
 
-    result = _failover(config, tmp_path, "--groups", f"{mid}|{end}", "--wait-caught-up", "60")
+    result = run_failover(config, tmp_path, "--groups", f"{mid}|{end}", "--wait-caught-up", "60")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "source offset -> target offset" in result.stdout and "planned" in result.stdout
 
@@ -241,8 +220,8 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     create_topic(source.bootstrap_servers, topic, 2)
     now = int(time.time() * 1000)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i, i % 2) for i in range(400)])
-    _commit(source.bootstrap_servers, mid, {(topic, 0): 77, (topic, 1): 123})
-    _commit(source.bootstrap_servers, busy, {(topic, 0): 10, (topic, 1): 10})
+    commit_group_offsets(source.bootstrap_servers, mid, {(topic, 0): 77, (topic, 1): 123})
+    commit_group_offsets(source.bootstrap_servers, busy, {(topic, 0): 10, (topic, 1): 10})
     config = mirror_config(name, source, target, topic, **CHECKPOINTS, **{"source.cluster.alias": alias})
     proc = mirror(config).start()
     target_topic = f"{alias}.{topic}"
@@ -256,7 +235,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
 
         wait_until(checkpointed, 30, "checkpoints")
         # A group that appears below what the emitter keeps in memory: it reads the syncs again.
-        _commit(source.bootstrap_servers, late, {(topic, 0): 5, (topic, 1): 3})
+        commit_group_offsets(source.bootstrap_servers, late, {(topic, 0): 5, (topic, 1): 3})
 
         def late_checkpointed() -> bool:
             stored = read_all(target.bootstrap_servers, checkpoints_topic(alias)).get(0, [])
@@ -272,7 +251,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     member.subscribe([target_topic])
     wait_until(lambda: bool(member.poll(0.5) or member.assignment()), 30, "the busy member to join")
     try:
-        refused = _failover(config, tmp_path, "--groups", f"{mid}|{busy}")
+        refused = run_failover(config, tmp_path, "--groups", f"{mid}|{busy}")
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert f"consumer groups active on the target: {busy}" in refused.stdout
         none = committed_offsets(target.bootstrap_servers, mid, [(target_topic, 0), (target_topic, 1)])
@@ -281,12 +260,12 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
         member.close()
 
     # An unknown group: refused by name.
-    result = _failover(config, tmp_path, "--groups", unknown)
+    result = run_failover(config, tmp_path, "--groups", unknown)
     assert result.returncode == 1 and f"no consumer group on the source matches {unknown!r}" in result.stdout
 
     # The source gone: the latest checkpoints, with their age; the group resumes exactly.
     gone = {**config, "source.cluster.bootstrap.servers": "127.0.0.1:1"}
-    result = _failover(gone, tmp_path, "--groups", mid)
+    result = run_failover(gone, tmp_path, "--groups", mid)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "unreachable" in result.stdout and "checkpoint age" in result.stdout
     assert "below the offset syncs kept in memory: reading them again" in proc.log_text()
@@ -308,7 +287,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     }
 
     # The source gone and no checkpoint for the group: refused, nothing committed.
-    result = _failover(gone, tmp_path, "--groups", unknown)
+    result = run_failover(gone, tmp_path, "--groups", unknown)
     assert result.returncode == 1 and "no consumer group" in result.stdout
 
     # The offset syncs expired (deleted here as retention would): a checkpoint written for the very
@@ -318,11 +297,11 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
     for future in admin.delete_records([TopicPartition(syncs.topic, 0, ends[0])]).values():
         future.result(30)
-    _commit(source.bootstrap_servers, orphan, {(topic, 0): 50})
-    result = _failover(config, tmp_path, "--groups", f"{late}|{orphan}", "--wait-caught-up", "30")
+    commit_group_offsets(source.bootstrap_servers, orphan, {(topic, 0): 50})
+    result = run_failover(config, tmp_path, "--groups", f"{late}|{orphan}", "--wait-caught-up", "30")
     assert result.returncode == 1 and f"no exact target offset for: {orphan} on {topic}-0 at 50" in result.stdout
     assert committed_offsets(target.bootstrap_servers, late, [(target_topic, 0)])[(target_topic, 0)] == -1001
-    result = _failover(config, tmp_path, "--groups", late, "--wait-caught-up", "30")
+    result = run_failover(config, tmp_path, "--groups", late, "--wait-caught-up", "30")
     assert result.returncode == 0, result.stdout + result.stderr
     moved = committed_offsets(target.bootstrap_servers, late, [(target_topic, 0), (target_topic, 1)])
     assert moved == {(target_topic, 0): 5, (target_topic, 1): 3}
@@ -338,9 +317,9 @@ def test_group_sync_moves_idle_groups_forward_only(
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i) for i in range(300)])
     target_topic = f"source.{topic}"
     for group in (idle, ahead, active):
-        _commit(source.bootstrap_servers, group, {(topic, 0): 100})
+        commit_group_offsets(source.bootstrap_servers, group, {(topic, 0): 100})
     create_topic(target.bootstrap_servers, target_topic, 1)
-    _commit(target.bootstrap_servers, ahead, {(target_topic, 0): 250})  # must never go back to 100
+    commit_group_offsets(target.bootstrap_servers, ahead, {(target_topic, 0): 250})  # must never go back to 100
     member = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": active, "session.timeout.ms": 30000})
     member.subscribe([target_topic])
     wait_until(lambda: bool(member.poll(0.5) or member.assignment()), 30, "the active member to join")
@@ -387,7 +366,7 @@ def test_a_group_that_keeps_up_with_the_source_still_gets_fresh_exact_checkpoint
         while time.monotonic() < deadline and fresh < 400:  # write and consume at the head, committing each time
             produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % (sent + i)) for i in range(20)])
             sent += 20
-            _commit(source.bootstrap_servers, group, {(topic, 0): sent})
+            commit_group_offsets(source.bootstrap_servers, group, {(topic, 0): sent})
             if time.monotonic() - checked > 2:
                 fresh, checked = newest_checkpoint(), time.monotonic()
         assert fresh >= 400, f"the newest checkpoint is at {fresh} while the group moved on to {sent}"
