@@ -280,7 +280,7 @@ class MirrorSinkConfig(BaseModel):
 
     def replication_policy(self) -> ReplicationPolicy:
         """The configured ``replication.policy.class``."""
-        return replication_policy(self.replication_policy_class, self.replication_policy_separator)
+        return replication_policy(self.replication_policy_class, self.replication_policy_separator, self.target_alias)
 
     @property
     def shadow_group_id(self) -> str:
@@ -356,7 +356,8 @@ KEY_DOCS: dict[str, str] = {
     "target.cluster.bootstrap.servers": "Bootstrap servers of the target cluster.",
     "topics": "Comma-separated topic names or regexes to mirror.",
     "topics.exclude": "Comma-separated topic names or regexes never mirrored (internal topics never are).",
-    "replication.policy.class": "DefaultReplicationPolicy ({alias}{separator}{topic}) or IdentityReplicationPolicy.",
+    "replication.policy.class": "DefaultReplicationPolicy ({alias}{separator}{topic}) or IdentityReplicationPolicy; "
+    "FailbackReplicationPolicy on a failback's reverse link brings {target alias}{separator}{topic} home as {topic}.",
     "replication.policy.separator": "Separator of the Default policy.",
     "tasks.max": "Tasks of this connector in each worker; they share partitions through the shadow group.",
     "transaction.producer": "true: exactly once (target transactions); false: at least once.",

@@ -29,7 +29,7 @@ from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.replication_policy import is_cycle
+from mirror_sink.core.replication_policy import is_cycle, returns_home
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class TopicProvisioner:
         for topic, partitions in sorted(source.items()):
             if not self.topic_filter.accepts(topic):
                 continue
-            if is_cycle(self.policy, topic, self.config.target_alias):
+            if is_cycle(self.policy, topic, self.config.target_alias) and not returns_home(self.policy, topic):
                 if topic not in self._cycles_told:  # said once per topic, not at every refresh
                     self._cycles_told.add(topic)
                     log.info(

@@ -1,4 +1,5 @@
-"""Target topic naming, as MM2's ReplicationPolicy: Default (``{alias}{sep}{topic}``) or Identity."""
+"""Target topic naming, as MM2's ReplicationPolicy: Default (``{alias}{sep}{topic}``) or Identity, and
+the failback link's policy, which brings topics that came from the target cluster home by name."""
 
 from __future__ import annotations
 
@@ -64,6 +65,30 @@ class IdentityReplicationPolicy:
         return None
 
 
+@dataclass(frozen=True)
+class FailbackReplicationPolicy(DefaultReplicationPolicy):
+    """A failback's reverse link: ``us-east.orders`` on the new primary returns to ``orders`` on the
+    old primary ``us-east`` (``home``), the one narrow exception to the cycle rule. Every other topic
+    is named as by the Default policy."""
+
+    home: str = ""
+
+    def format_remote_topic(self, source_alias: str, topic: str) -> str:
+        """The upstream name for a topic that came from ``home``; the Default name otherwise."""
+        if self.returns_home(topic):
+            return topic[len(self.home) + len(self.separator) :]
+        return super().format_remote_topic(source_alias, topic)
+
+    def returns_home(self, topic: str) -> bool:
+        """``topic`` came from ``home`` (one hop): this link brings it back under its own name."""
+        return bool(self.home) and self.topic_source(topic) == self.home
+
+
+def returns_home(policy: ReplicationPolicy, topic: str) -> bool:
+    """True only on a failback's reverse link, for a topic it brings home: not a cycle there."""
+    return isinstance(policy, FailbackReplicationPolicy) and policy.returns_home(topic)
+
+
 def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
     """True when ``topic`` came from ``target_alias`` at any hop: mirroring it there would loop.
 
@@ -80,16 +105,20 @@ def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
     return False
 
 
-def replication_policy(class_name: str, separator: str) -> ReplicationPolicy:
-    """The policy named by ``replication.policy.class`` (short or MM2's fully qualified name)."""
+def replication_policy(class_name: str, separator: str, target_alias: str = "") -> ReplicationPolicy:
+    """The policy named by ``replication.policy.class`` (short or MM2's fully qualified name);
+    ``FailbackReplicationPolicy`` brings home the topics that came from ``target_alias``."""
     short = class_name.removeprefix(_PACKAGE)
+    if short in ("DefaultReplicationPolicy", "FailbackReplicationPolicy") and not separator:
+        raise ConfigError("replication.policy.separator", "must not be empty")
     if short == "DefaultReplicationPolicy":
-        if not separator:
-            raise ConfigError("replication.policy.separator", "must not be empty")
         return DefaultReplicationPolicy(separator)
+    if short == "FailbackReplicationPolicy":
+        return FailbackReplicationPolicy(separator, target_alias)
     if short == "IdentityReplicationPolicy":
         return IdentityReplicationPolicy()
     raise ConfigError(
         "replication.policy.class",
-        f"unknown policy {class_name!r}; use DefaultReplicationPolicy or IdentityReplicationPolicy",
+        f"unknown policy {class_name!r}; use DefaultReplicationPolicy or IdentityReplicationPolicy "
+        "(FailbackReplicationPolicy: a failback's reverse link)",
     )

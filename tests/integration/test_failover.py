@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from functools import partial
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from connectors.mirror_sink_config import MirrorSinkConfig
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
     ProduceSpec,
@@ -26,6 +28,7 @@ from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.divergence import diverged_topic, find_and_keep
+from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
 from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest, read_records
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
@@ -427,3 +430,27 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
         assert found.bytes == size
         assert [r.content() for r in kept[p]] == [r.content() for r in past], f"partition {p} not kept byte for byte"
     assert f"{topic}  0" in report.table() and json.loads(report.to_json())["records"] == 40
+
+    # The new primary's records since the failover go home by name, exactly once; what it holds from
+    # before the failover came from the old primary and stays where it is.
+    produce(target.bootstrap_servers, target_topic, [Rec(b"n", b"new%d" % i, (), now + i, i % 2) for i in range(30)])
+    forward = MirrorSinkConfig.parse(config)
+    reverse_props = reverse_config(forward, record)
+    assert reverse_props["topics"] == re.escape(target_topic)
+    reverse = MirrorSinkConfig.parse(reverse_props)
+    seed(forward, reverse, record)
+    before = end_offsets(source.bootstrap_servers, topic)
+    back = mirror(reverse_props).start()
+    try:
+        home = partial(shadow_caught_up, target, target_topic, source, topic, reverse.shadow_group_id)
+        wait_until(home, 60, "the reverse link caught up", detail=back.log_tail)
+    finally:
+        assert back.stop() == 0, back.log_tail()
+    written = read_all(target.bootstrap_servers, target_topic)
+    arrived = read_all(source.bootstrap_servers, topic)
+    for c in record.cuts:
+        p = c.target.partition
+        new = [r.content() for r in written[p] if r.offset >= c.target_end]
+        assert len(new) == 15 and [r.content() for r in arrived[p] if r.offset >= before[p]] == new, f"partition {p}"
+    with pytest.raises(FailbackRefused, match="holds offsets already"):
+        seed(forward, reverse, record)

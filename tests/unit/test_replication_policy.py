@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.replication_policy import (
     DefaultReplicationPolicy,
+    FailbackReplicationPolicy,
     IdentityReplicationPolicy,
     is_cycle,
     replication_policy,
+    returns_home,
 )
 
 FQCN = "org.apache.kafka.connect.mirror."
@@ -182,3 +184,21 @@ def test_cycle_detection_agrees_with_mm2(separator: str, hops: list[str], local:
 def test_identity_policy_detects_no_cycle_as_mm2() -> None:
     """MM2 stops where the upstream topic is unknown or the same: identity-mirrored topics never loop-check."""
     assert not is_cycle(IdentityReplicationPolicy(), "us-east.orders", "us-east")
+
+
+def test_the_failback_link_brings_topics_home_by_name_and_names_others_by_default() -> None:
+    policy = replication_policy("FailbackReplicationPolicy", ".", "us-east")
+    assert isinstance(policy, FailbackReplicationPolicy)
+    assert policy.format_remote_topic("us-west", "us-east.orders") == "orders", "home under its own name"
+    assert policy.format_remote_topic("us-west", "payments") == "us-west.payments", "a local topic: Default"
+    assert policy.format_remote_topic("us-west", "eu.orders") == "us-west.eu.orders", "from a third cluster"
+
+
+def test_only_the_failback_link_and_only_for_topics_it_brings_home_is_excepted_from_the_cycle_rule() -> None:
+    home = replication_policy("FailbackReplicationPolicy", ".", "us-east")
+    default = replication_policy("DefaultReplicationPolicy", ".", "us-east")
+    assert is_cycle(home, "us-east.orders", "us-east") and returns_home(home, "us-east.orders")
+    assert is_cycle(default, "us-east.orders", "us-east") and not returns_home(default, "us-east.orders")
+    # Two hops from home: the reverse link's own copy of a topic that went round; never brought back.
+    assert is_cycle(home, "us-west.us-east.orders", "us-east") and not returns_home(home, "us-west.us-east.orders")
+    assert not returns_home(home, "orders")
