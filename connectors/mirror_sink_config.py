@@ -321,6 +321,11 @@ class MirrorSinkConfig(BaseModel):
         """User settings of the source admin client."""
         return self._client("source", "admin", self.source_bootstrap)
 
+    def source_producer(self) -> ClientProps:
+        """User settings of a producer on the source: only a failback writes there (the records it
+        keeps aside), with the source's settings and ``source.cluster.producer.*`` overrides."""
+        return self._client("source", "producer", self.source_bootstrap)
+
     def target_producer(self) -> ClientProps:
         """User settings of the target producer."""
         return self._client("target", "producer", self.target_bootstrap, "producer.")

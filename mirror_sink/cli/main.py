@@ -8,6 +8,7 @@ from typing import TypeAlias
 
 from mirror_sink import __version__
 from mirror_sink.cli import acls as acls_cli
+from mirror_sink.cli import failback as failback_cli
 from mirror_sink.cli import failover as failover_cli
 from mirror_sink.cli import passwd as passwd_cli
 from mirror_sink.cli import spark as spark_cli
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker_cli.add_parsers(sub)
     spark_cli.add_parser(sub)
     failover_cli.add_parser(sub)
+    failback_cli.add_parser(sub)
     passwd_cli.add_parser(sub)
     acls_cli.add_parser(sub)
     return parser

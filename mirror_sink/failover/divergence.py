@@ -103,16 +103,19 @@ def find_and_keep(
     producer_props: Mapping[str, str],
     admin: AdminClient,
     *,
+    keep: bool = True,
     say: Callable[[str], None] = print,
 ) -> DivergenceReport:
-    """Read the old primary's records past each cut of ``record``, count them, and copy them into
-    their side topics (created here, partition for partition) in one transaction: all or none."""
+    """Read the old primary's records past each cut of ``record``, count them, and (``keep``) copy
+    them into their side topics (created here, partition for partition) in one transaction: all or
+    none. Without ``keep`` only the report is made (a dry run)."""
     report = DivergenceReport(record.failover_id)
     cuts = [c for c in record.cuts if c.mirrored_to is not None]
     partitions: dict[str, int] = {}
     for cut in cuts:
         partitions[cut.source_topic] = max(partitions.get(cut.source_topic, 0), cut.target.partition + 1)
-    _create(admin, {diverged_topic(topic, record.failover_id): n for topic, n in partitions.items()})
+    if keep:
+        _create(admin, {diverged_topic(topic, record.failover_id): n for topic, n in partitions.items()})
     consumer = Consumer(
         {
             **consumer_props,
@@ -123,23 +126,30 @@ def find_and_keep(
             "auto.offset.reset": "error",
         }
     )
-    producer = Producer(
-        {**producer_props, "transactional.id": f"{record.connector}-failback-salvage", "enable.idempotence": True}
+    producer = (
+        Producer(
+            {**producer_props, "transactional.id": f"{record.connector}-failback-salvage", "enable.idempotence": True}
+        )
+        if keep
+        else None
     )
     try:
-        producer.init_transactions(30)
-        producer.begin_transaction()
+        if producer is not None:
+            producer.init_transactions(30)
+            producer.begin_transaction()
         for cut in cuts:
             assert cut.mirrored_to is not None
             found = DivergedRange(SourcePartition(cut.source_topic, cut.target.partition), cut.mirrored_to)
             side = diverged_topic(cut.source_topic, record.failover_id)
             for msg in _records_from(consumer, found.source, cut.mirrored_to):
                 found.take(msg)
-                _produce(producer, side, msg, found.source.partition)
+                if producer is not None:
+                    _produce(producer, side, msg, found.source.partition)
             report.ranges.append(found)
-            if found.records:
+            if found.records and producer is not None:
                 say(f"{found.source}: {found.records} records past the cut at {found.cut}, kept in {side}")
-        producer.commit_transaction(60)
+        if producer is not None:
+            producer.commit_transaction(60)
     except KafkaException as exc:
         raise TaskFailure(f"keeping the diverged records: {exc.args[0].str()}") from exc
     finally:

@@ -586,10 +586,19 @@ def commit_group_offsets(bootstrap: Address, group: str, offsets: dict[tuple[str
 
 def run_failover(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``mirror-sink failover`` for ``config`` with ``args``: its exit code and output."""
-    path = workdir / f"failover-{time.monotonic_ns()}.json"
+    return _run_verb("failover", config, workdir, *args)
+
+
+def run_failback(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-sink failback`` for ``config`` with ``args``: its exit code and output."""
+    return _run_verb("failback", config, workdir, *args)
+
+
+def _run_verb(verb: str, config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    path = workdir / f"{verb}-{time.monotonic_ns()}.json"
     path.write_text(json.dumps({"name": config["name"], "config": config}))
     return subprocess.run(
-        [sys.executable, "-m", "mirror_sink.cli", "failover", str(path), *args],
+        [sys.executable, "-m", "mirror_sink.cli", verb, str(path), *args],
         capture_output=True,
         text=True,
         timeout=180,

@@ -27,8 +27,7 @@ from devkafka.data import (
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.divergence import diverged_topic, find_and_keep
-from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
+from mirror_sink.failover.divergence import diverged_topic
 from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest, read_records
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
@@ -39,6 +38,7 @@ from tests.integration.harness import (
     committed_on_target,
     compacted_with_gaps,
     mirror_config,
+    run_failback,
     run_failover,
     shadow_caught_up,
     wait_until,
@@ -210,6 +210,10 @@ def test_failover_resumes_every_group_exactly(
         assert cut.target_offset == (landed[-1].offset + 1 if landed else None), cut
     moved = {g.group: g.offsets for g in record.groups}
     assert set(moved) == {mid, end}
+    # A failback pointed at other clusters than the failover's is refused before it touches anything.
+    elsewhere = {**config, "source.cluster.bootstrap.servers": target.bootstrap_servers}
+    wrong = run_failback(elsewhere, tmp_path, "--dry-run")
+    assert wrong.returncode == 1 and "not the clusters of that failover" in wrong.stdout, wrong.stdout + wrong.stderr
     for topic, partitions in topics.items():
         target_topic = f"source.{topic}"
         committed = committed_offsets(target.bootstrap_servers, mid, [(target_topic, p) for p in range(partitions)])
@@ -408,37 +412,44 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
     record = _recorded(target, gone)
     assert {c.target.partition: c.mirrored_to for c in record.cuts} == cut
 
-    # The old primary is back: what it holds past the cut is found, and kept.
-    report = find_and_keep(
-        record,
-        {"bootstrap.servers": source.bootstrap_servers},
-        {"bootstrap.servers": source.bootstrap_servers},
-        AdminClient({"bootstrap.servers": source.bootstrap_servers}),
-        say=lambda _: None,
-    )
+    # The old primary is back. A failback of a connector that never failed over is refused.
+    never = run_failback({**config, "name": unique("never")}, tmp_path)
+    assert never.returncode == 1 and "no failover of" in never.stdout, never.stdout + never.stderr
+    # A dry run reports what diverged and keeps nothing.
+    dry = run_failback(config, tmp_path, "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert f"{topic}  0" in dry.stdout and "dry run: nothing kept" in dry.stdout
+    side = diverged_topic(topic, record.failover_id)
+    assert side not in AdminClient({"bootstrap.servers": source.bootstrap_servers}).list_topics(timeout=10).topics
+
+    # The failback: what the old primary holds past the cut is counted exactly and kept byte for byte.
+    reverse_path, report_path = tmp_path / "reverse.json", tmp_path / "report.json"
+    started = run_failback(config, tmp_path, "--reverse-config", str(reverse_path), "--report", str(report_path))
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "40 records diverged and are kept on the old primary" in started.stdout, started.stdout
+    report = json.loads(report_path.read_text())
     now_there = read_all(source.bootstrap_servers, topic)
-    kept = read_all(source.bootstrap_servers, diverged_topic(topic, record.failover_id))
-    assert report.records == 40
-    for found in report.ranges:
-        p = found.source.partition
+    kept = read_all(source.bootstrap_servers, side)
+    assert report["records"] == 40
+    for found in report["ranges"]:
+        p = found["source"]["partition"]
         past = [r for r in now_there[p] if r.offset >= cut[p]]
-        assert (found.records, found.first_offset, found.last_offset) == (len(past), past[0].offset, past[-1].offset)
-        assert (found.first_timestamp_ms, found.last_timestamp_ms) == (past[0].timestamp, past[-1].timestamp)
-        size = sum(
-            len(r.key or b"") + len(r.value or b"") + sum(len(k) + len(v or b"") for k, v in r.headers) for r in past
+        assert (found["records"], found["first_offset"], found["last_offset"]) == (
+            len(past),
+            past[0].offset,
+            past[-1].offset,
         )
-        assert found.bytes == size
+        assert (found["first_timestamp_ms"], found["last_timestamp_ms"]) == (past[0].timestamp, past[-1].timestamp)
+        headers = sum(len(k) + len(v or b"") for r in past for k, v in r.headers)
+        assert found["bytes"] == headers + sum(len(r.key or b"") + len(r.value or b"") for r in past)
         assert [r.content() for r in kept[p]] == [r.content() for r in past], f"partition {p} not kept byte for byte"
-    assert f"{topic}  0" in report.table() and json.loads(report.to_json())["records"] == 40
 
     # The new primary's records since the failover go home by name, exactly once; what it holds from
     # before the failover came from the old primary and stays where it is.
     produce(target.bootstrap_servers, target_topic, [Rec(b"n", b"new%d" % i, (), now + i, i % 2) for i in range(30)])
-    forward = MirrorSinkConfig.parse(config)
-    reverse_props = reverse_config(forward, record)
+    reverse_props = json.loads(reverse_path.read_text())["config"]
     assert reverse_props["topics"] == re.escape(target_topic)
     reverse = MirrorSinkConfig.parse(reverse_props)
-    seed(forward, reverse, record)
     before = end_offsets(source.bootstrap_servers, topic)
     back = mirror(reverse_props).start()
     try:
@@ -452,5 +463,5 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
         p = c.target.partition
         new = [r.content() for r in written[p] if r.offset >= c.target_end]
         assert len(new) == 15 and [r.content() for r in arrived[p] if r.offset >= before[p]] == new, f"partition {p}"
-    with pytest.raises(FailbackRefused, match="holds offsets already"):
-        seed(forward, reverse, record)
+    again = run_failback(config, tmp_path)
+    assert again.returncode == 1 and "holds offsets already" in again.stdout, again.stdout

@@ -1,0 +1,75 @@
+"""``mirror-sink failback CONFIG``: the way back after a failover, from its durable record."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.config_files import load_connector_config
+from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.failover.failback import Failback
+from mirror_sink.failover.failback_link import FailbackRefused
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``failback`` verb."""
+    p = subparsers.add_parser(
+        "failback",
+        help="start the way back after a failover: keep what diverged, set up the reverse link",
+        description="From the config of the connector that failed over (old primary -> new primary): read its "
+        "newest failover record on the new primary and check it belongs to these clusters; report the records "
+        "the old primary holds past the failover's cut (never mirrored) and copy them byte for byte into "
+        "{topic}.diverged-{failover id}.internal there; write the reverse link's connector config and start its "
+        "offsets at the cut, so only what was written on the new primary since the failover goes home, under "
+        "the original names. Nothing is deleted. Then run the reverse link until it has caught up, and move the "
+        "groups home with 'mirror-sink failover' on its config.",
+    )
+    p.add_argument("config", type=Path, help="the forward connector's config (Connect JSON or .properties)")
+    p.add_argument("--dry-run", action="store_true", help="report what diverged; keep, write and commit nothing")
+    p.add_argument(
+        "--reverse-config",
+        type=Path,
+        metavar="PATH",
+        help="where to write the reverse link's config (default: {name}-failback.json beside CONFIG)",
+    )
+    p.add_argument("--report", type=Path, metavar="PATH", help="also write the divergence report as JSON to PATH")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """0 when the reverse link is ready (or the dry run reported), 1 when refused, 2 for a bad config."""
+    try:
+        forward = MirrorSinkConfig.parse(load_connector_config(args.config))
+    except ConfigError as exc:
+        log.error("invalid connector config: %s", exc)
+        return 2
+    failback = Failback(forward)
+    try:
+        plan = failback.plan()
+        print(plan.report.table(), flush=True)
+        if args.dry_run:
+            _write_report(args.report, plan.report.to_json())
+            print("dry run: nothing kept, written or committed")
+            return 0
+        report = failback.start(plan)
+    except (FailbackRefused, TaskFailure) as exc:
+        print(f"failback refused: {exc}", flush=True)
+        return 1
+    _write_report(args.report, report.to_json())
+    path = args.reverse_config or args.config.with_name(f"{forward.name}-failback.json")
+    name = plan.reverse["name"]
+    path.write_text(json.dumps({"name": name, "config": plan.reverse}, indent=2) + "\n")
+    print(f"{report.records} records diverged and are kept on the old primary; reverse link config: {path}")
+    print(f"next: mirror-sink run {path}; when it has caught up, stop the producers on the new primary and run")
+    print(f"      mirror-sink failover {path} --wait-caught-up 300; then point producers at the old primary")
+    return 0
+
+
+def _write_report(path: Path | None, text: str) -> None:
+    if path is not None:
+        path.write_text(text + "\n")
