@@ -12,6 +12,7 @@ from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.failover.failback import Failback
 from mirror_sink.failover.failback_link import FailbackRefused
+from mirror_sink.failover.failover import FailoverRefused
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="where to write the reverse link's config (default: {name}-failback.json beside CONFIG)",
     )
     p.add_argument("--report", type=Path, metavar="PATH", help="also write the divergence report as JSON to PATH")
+    p.add_argument(
+        "--finish",
+        action="store_true",
+        help="once the reverse link has caught up and is stopped: move the groups home exactly and set the forward "
+        "link to go on from the old primary's end",
+    )
+    p.add_argument("--groups", help="with --finish: regex of groups to move home (default: the reverse link's groups)")
+    p.add_argument(
+        "--wait-caught-up",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --finish: first wait up to this long for the reverse link to have caught up (refuse if not)",
+    )
     p.set_defaults(func=main)
 
 
@@ -49,6 +64,8 @@ def main(args: argparse.Namespace) -> int:
         log.error("invalid connector config: %s", exc)
         return 2
     failback = Failback(forward)
+    if args.finish:
+        return _finish(failback, args)
     try:
         plan = failback.plan()
         print(plan.report.table(), flush=True)
@@ -67,6 +84,24 @@ def main(args: argparse.Namespace) -> int:
     print(f"{report.records} records diverged and are kept on the old primary; reverse link config: {path}")
     print(f"next: mirror-sink run {path}; when it has caught up, stop the producers on the new primary and run")
     print(f"      mirror-sink failover {path} --wait-caught-up 300; then point producers at the old primary")
+    return 0
+
+
+def _finish(failback: Failback, args: argparse.Namespace) -> int:
+    try:
+        if args.reverse_config is not None:
+            reverse = MirrorSinkConfig.parse(load_connector_config(args.reverse_config))
+        else:
+            reverse = failback.reverse()
+        moved = failback.finish(reverse, args.groups, args.wait_caught_up, dry_run=args.dry_run)
+    except ConfigError as exc:
+        log.error("invalid reverse link config: %s", exc)
+        return 2
+    except (FailbackRefused, FailoverRefused, TaskFailure) as exc:
+        print(f"failback refused: {exc}", flush=True)
+        return 1
+    if not args.dry_run:
+        print(f"failback done: {moved} groups moved home; start the forward connector when producers write there")
     return 0
 
 

@@ -313,6 +313,21 @@ class PartitionIndex:
         # A gap ending at or below the floor cannot be crossed by an offset at or above it.
         self.gaps = [(a, b) for a, b in self.gaps if b > source_offset]
 
+    def source_of(self, target_offset: int) -> int | None:
+        """The map read backwards (failback): the source offset of the first mirrored record at or
+        after ``target_offset`` on the target, or the end of what is mirrored when none is; None
+        below the oldest run kept (the syncs expired) or when nothing is known."""
+        if not self._source or self.source_start is None or target_offset < self._target[0]:
+            return None
+        i = bisect_right(self._target, target_offset) - 1
+        if target_offset < self._target[i] + self._count[i]:
+            found = self._source[i] + target_offset - self._target[i]
+        elif i + 1 < len(self._target):
+            found = self._source[i + 1]
+        else:
+            found = self.source_end
+        return found if found >= self.source_start else None
+
     def records_from(self, source_offset: int) -> int:
         """How many mirrored records have a source offset at or after ``source_offset``."""
         total = 0

@@ -18,16 +18,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.source_continuity import commit_metadata, source_topic_ids
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.offset_syncs import OffsetIndex
+from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.divergence import DivergenceReport, find_and_keep
 from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
+from mirror_sink.failover.failover import Failover
 from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest
-from mirror_sink.failover.readers import read_failovers
+from mirror_sink.failover.groups import IDLE_STATES, list_groups
+from mirror_sink.failover.readers import OffsetSyncReader, read_failovers
+from mirror_sink.failover.translation import Translation
 
 
 @dataclass
@@ -55,6 +61,10 @@ class Failback:
         report = self._divergence(record, keep=False)
         return FailbackPlan(record, report, reverse_config(self.forward, record))
 
+    def reverse(self) -> MirrorSinkConfig:
+        """The reverse link's config, as ``plan`` derived it from the newest failover."""
+        return MirrorSinkConfig.parse(reverse_config(self.forward, self._record()))
+
     def start(self, plan: FailbackPlan) -> DivergenceReport:
         """Keep the diverged records, then start the reverse link at the cut."""
         reverse = MirrorSinkConfig.parse(plan.reverse)
@@ -62,6 +72,94 @@ class Failback:
         starts = seed(self.forward, reverse, plan.record)
         self.say(f"reverse link {reverse.name}: {len(starts)} partitions start at the failover's cut")
         return report
+
+    def finish(self, reverse: MirrorSinkConfig, groups: str | None, wait_caught_up_s: float, *, dry_run: bool) -> int:
+        """Move the groups home once the reverse link has caught up and stopped, then start the
+        forward link again after everything the old primary holds now (what came back, what
+        diverged): no record crosses a link twice. Returns the number of groups moved."""
+        record = self._record()
+        self._refuse_running(reverse)
+        forward_index = self._forward_syncs()
+        cuts = {cut.target: cut for cut in record.cuts}
+        policy = reverse.replication_policy()
+
+        def below_cut(t: Translation, reverse_index: OffsetIndex) -> int | None:
+            # A position in what the forward link mirrored: its record's offset on the old primary,
+            # read backwards through the forward map; past the last one, the first record that came back.
+            came_from = TargetPartition(t.source_topic, t.target.partition)
+            cut = cuts.get(came_from)
+            part = forward_index.partitions.get(came_from)
+            if cut is None or part is None or cut.mirrored_to is None or t.source_offset >= cut.target_end:
+                return None
+            home = part.source_of(t.source_offset)
+            if home is not None and home >= cut.mirrored_to:
+                return reverse_index.translate(t.target, cut.target_end)
+            return home
+
+        failover = Failover(reverse, self.say, untranslated=below_cut)
+        plan = failover.plan(groups, wait_caught_up_s)
+        self.say(plan.table())
+        if dry_run:
+            self.say("dry run: nothing committed")
+            return 0
+        moved = failover.commit(plan)
+        homes = {cut.target: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts}
+        self._resume_forward(record, homes)
+        return moved
+
+    def _refuse_running(self, reverse: MirrorSinkConfig) -> None:
+        """The reverse link must be stopped: a record arriving after the forward link's new start
+        would cross back."""
+        states = list_groups(clients.admin(reverse.target_admin(), self._client_id), "old primary")
+        state = states.get(reverse.shadow_group_id)
+        if state is not None and state not in IDLE_STATES:
+            raise FailbackRefused(
+                f"the reverse link {reverse.name} is still running (group {reverse.shadow_group_id} is {state}): "
+                "let it catch up, stop it, then finish"
+            )
+
+    def _forward_syncs(self) -> OffsetIndex:
+        syncs = self.forward.offset_syncs_partition
+        if syncs is None:
+            return OffsetIndex()
+        reader = OffsetSyncReader(self.forward.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+        try:
+            return reader.catch_up()
+        finally:
+            reader.close()
+
+    def _resume_forward(self, record: FailoverRecord, homes: dict[TargetPartition, str]) -> None:
+        """The forward link's shadow group goes on from the old primary's end now, with its topic ids."""
+        cfg = self.forward
+        reader = Consumer(
+            {**cfg.source_consumer(), "group.id": f"{self._client_id}-ends", "isolation.level": "read_committed"}
+        )
+        try:
+            ends = {}
+            for target, home in homes.items():
+                at = TopicPartition(home, target.partition)
+                ends[target] = reader.get_watermark_offsets(at, timeout=30, cached=False)[1]
+        finally:
+            reader.close()
+        ids = source_topic_ids(clients.admin(cfg.source_admin(), self._client_id), sorted(set(homes.values())))
+        offsets = [
+            TopicPartition(*target, end, metadata=commit_metadata(ids.get(homes[target])))
+            for target, end in sorted(ends.items())
+        ]
+        member = Consumer({**cfg.target_consumer(), "group.id": cfg.shadow_group_id, "enable.auto.commit": False})
+        try:
+            member.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            raise FailbackRefused(
+                f"groups moved home, but the forward link's group {cfg.shadow_group_id} could not be set to the old "
+                f"primary's end ({exc.args[0].str()}): is the forward connector running? Stop it and finish again"
+            ) from exc
+        finally:
+            member.close()
+        self.say(
+            f"forward link {cfg.name} will go on from the old primary's end ({len(offsets)} partitions): what came "
+            "back and what diverged is never sent again"
+        )
 
     def _record(self) -> FailoverRecord:
         cfg = self.forward

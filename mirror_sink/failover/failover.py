@@ -87,10 +87,19 @@ class FailoverPlan:
 class Failover:
     """Plans and commits a failover for one connector's config."""
 
-    def __init__(self, config: MirrorSinkConfig, say: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        config: MirrorSinkConfig,
+        say: Callable[[str], None] = print,
+        *,
+        untranslated: Callable[[Translation, OffsetIndex], int | None] | None = None,
+    ) -> None:
         self.config = config
         self.say = say
         self._client_id = f"{config.name}-failover"
+        #: Answers a position the offset syncs and checkpoints cannot (a failback's positions still
+        #: inside the data the forward link mirrored), or None.
+        self._untranslated = untranslated
 
     def plan(self, groups: str | None, wait_caught_up_s: float) -> FailoverPlan:
         """Decide every group's target position; FailoverRefused when any cannot be moved."""
@@ -232,6 +241,12 @@ class Failover:
                 target = mapped[(topic, partition)]
                 translations.append(Translation(group, topic, target, offset, index.translate(target, offset)))
         translations = self._fill_from_checkpoints(translations)
+        if self._untranslated is not None:
+            answer = self._untranslated
+            translations = [
+                t if t.target_offset is not None else dataclasses.replace(t, target_offset=answer(t, index))
+                for t in translations
+            ]
         missing = [t for t in translations if t.target_offset is None]
         across = [(t, gap) for t in missing if (gap := index.gap_in_the_way(t.target, t.source_offset)) is not None]
         if across:

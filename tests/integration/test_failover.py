@@ -465,3 +465,48 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
         assert len(new) == 15 and [r.content() for r in arrived[p] if r.offset >= before[p]] == new, f"partition {p}"
     again = run_failback(config, tmp_path)
     assert again.returncode == 1 and "holds offsets already" in again.stdout, again.stdout
+
+    # Groups home, exactly: one in the records written since the failover, one still inside what came
+    # from the old primary, one between the two (it read everything mirrored, nothing new yet: its
+    # offset is the one after the last mirrored record, before the last commit's marker).
+    ends = {c.target.partition: c.target_end for c in record.cuts}
+    consumed = {c.target.partition: c.target_offset or 0 for c in record.cuts}
+    assert all(0 < o < ends[p] for p, o in consumed.items()), record.cuts
+    fresh, old, between = unique("fb-fresh"), unique("fb-old"), unique("fb-between")
+    commit_group_offsets(target.bootstrap_servers, fresh, {(target_topic, p): ends[p] + 5 for p in ends})
+    commit_group_offsets(target.bootstrap_servers, old, {(target_topic, 0): 10, (target_topic, 1): 20})
+    commit_group_offsets(target.bootstrap_servers, between, {(target_topic, p): o for p, o in consumed.items()})
+    groups = f"{fresh}|{old}|{between}"
+    finished = run_failback(config, tmp_path, "--finish", "--groups", groups, "--wait-caught-up", "30")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+
+    def at_home(p: int, b_offset: int) -> int:
+        """Where the record at ``b_offset`` of the new primary is on the old primary."""
+        content = next(r.content() for r in written[p] if r.offset >= b_offset)
+        return next(r.offset for r in arrived[p] if r.content() == content)
+
+    for group, want in (
+        (fresh, {p: at_home(p, ends[p] + 5) for p in ends}),
+        (old, {0: at_home(0, 10), 1: at_home(1, 20)}),
+        (between, {p: before[p] for p in ends}),
+    ):
+        got = committed_offsets(source.bootstrap_servers, group, [(topic, p) for p in ends])
+        assert got == {(topic, p): o for p, o in want.items()}, f"{group} not moved home exactly"
+    assert {p: before[p] for p in ends} == {p: at_home(p, ends[p]) for p in ends}, "placed after the diverged records"
+
+    # The forward link goes on from the old primary's end: nothing that came back goes out again.
+    resumed = committed_offsets(target.bootstrap_servers, f"connect-{name}", [(target_topic, p) for p in ends])
+    assert resumed == {(target_topic, p): e for p, e in end_offsets(source.bootstrap_servers, topic).items()}
+    b_before = end_offsets(target.bootstrap_servers, target_topic)
+    forward_again = mirror(config).start()
+    try:
+        fresh_records = [Rec(b"f", b"after%d" % i, (), now + i, i % 2) for i in range(6)]
+        produce(source.bootstrap_servers, topic, fresh_records)
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "forward")
+    finally:
+        assert forward_again.stop() == 0, forward_again.log_tail()
+    landed = read_all(target.bootstrap_servers, target_topic)
+    for p in ends:
+        assert [r.value for r in landed[p] if r.offset >= b_before[p]] == [
+            r.value for r in fresh_records if r.partition == p
+        ], f"partition {p}: not exactly the new records of the old primary"

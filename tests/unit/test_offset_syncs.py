@@ -387,3 +387,15 @@ def test_a_new_incarnation_opening_with_a_gap_never_translates_across_it() -> No
     assert index.gaps(TP) == [(0, 40)]
     assert index.translate(TP, 0) is None and index.translate(TP, 39) is None
     assert index.translate(TP, 40) == 500 and index.translate(TP, 50) == 510
+
+
+def test_the_map_read_backwards_gives_the_source_offset_of_the_record_at_or_after_a_target_offset() -> None:
+    index = OffsetIndex()
+    # source 0..9 at target 0..9; a transaction marker at target 10; source 12..14 at target 11..13.
+    index.add(OffsetSync(TP, "orders", 0, 11, (SyncRun(0, 0, 10),)))
+    index.add(OffsetSync(TP, "orders", 11, 16, (SyncRun(12, 11, 3),)))
+    part = index.partitions[TP]
+    assert [part.source_of(t) for t in (0, 9, 10, 11, 13)] == [0, 9, 12, 12, 14]
+    assert part.source_of(14) == 16, "past every mirrored record: the end of what is mirrored"
+    index.forget_below({TP: 5})
+    assert index.partitions[TP].source_of(2) is None, "below the oldest run kept: the syncs expired"
