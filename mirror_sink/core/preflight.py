@@ -101,8 +101,12 @@ def check_cluster(cluster: str, props: Mapping[str, str], timeout_s: float = 10.
     admin = AdminClient({**settings, "client.id": f"mirror-sink-preflight-{cluster}"})
     while time.monotonic() < deadline:
         try:
-            # DescribeCluster: small whatever the topic count, and it needs no ACL.
-            admin.describe_cluster(request_timeout=1.0).result(2.0)
+            # DescribeCluster: small whatever the topic count, and it needs no ACL. One request at a
+            # time, with room to be answered: with 1 s timeouts on a loaded machine, late answers to
+            # requests already timed out piled up, and one of them aborted the process inside
+            # librdkafka (cc21: "rd_kafka_admin_response_parse: Assertion `rko_result' failed").
+            left = max(1.0, deadline - time.monotonic())
+            admin.describe_cluster(request_timeout=min(5.0, left)).result(min(6.0, left + 1.0))
             return
         except Exception as exc:
             admin.poll(0.2)  # serve error_cb: the reason arrives as an error event
