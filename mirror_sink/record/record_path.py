@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import partial
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from mirror_sink.core.data_path import Committer, Copied
-from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
+from mirror_sink.core.errors import Retriable, SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.retry import retry_call
 from mirror_sink.record.committers import (
     AtLeastOnceCommitter,
     DeliveryTracker,
@@ -20,6 +22,8 @@ from mirror_sink.record.record_copier import RecordCopier
 
 _CONSUME_BATCH = 5000
 _NO_STOP = 1 << 63
+#: How long a validating seek waits for librdkafka to start fetching a just-assigned partition.
+_FETCH_START_S = 30.0
 #: Producers replaced while a call may still be blocked inside them (see ``close``).
 _ABANDONED_PRODUCERS: list[Producer] = []
 
@@ -64,14 +68,9 @@ class RecordPath:
         used). With a leader epoch, librdkafka validates the offset against the source's log first
         (KIP-320) and reports a truncation instead of reading on."""
         epochs = leader_epochs or {}
-        at = [TopicPartition(*tp, o, leader_epoch=epochs.get(tp, -1)) for tp, o in starts.items()]
-        self.source.incremental_assign(at)
-        for tp in at:
-            if tp.leader_epoch is not None:
-                # librdkafka validates an assigned offset only when the partition's leader epoch
-                # changes afterwards: not when its metadata was cached already (the watermarks read
-                # before the assignment cached it). A seek with the epoch always validates.
-                self.source.seek(tp)
+        assign_validated(
+            self.source, [TopicPartition(*tp, o, leader_epoch=epochs.get(tp, -1)) for tp, o in starts.items()]
+        )
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """incremental_unassign."""
@@ -193,3 +192,31 @@ class RecordPath:
             self.producer.flush(5)
         except Exception as exc:  # a producer in librdkafka's fatal state can fail even its flush
             self.log.warning("flushing the target producer on close: %s", exc)
+
+
+class _FetchNotStarted(Retriable):
+    """librdkafka has not started fetching a just-assigned partition: a seek is refused until it has."""
+
+
+def assign_validated(consumer: Consumer, at: list[TopicPartition]) -> None:
+    """``incremental_assign`` at ``at``, then a seek with each leader epoch given, so that librdkafka
+    validates the offset against the source's log (KIP-320) before it reads from it.
+
+    librdkafka validates an assigned offset only when the partition's leader epoch changes afterwards:
+    not when its metadata was cached already (a watermark read before the assignment caches it). A
+    seek with the epoch always validates. The assignment starts the partition's fetcher on
+    librdkafka's own thread, later (after a re-assignment, once the previous fetcher has stopped);
+    until then a seek fails with ``_STATE``, so it is tried again until the fetcher runs."""
+    consumer.incremental_assign(at)
+    for tp in at:
+        if tp.leader_epoch is not None:
+            retry_call(partial(_seek, consumer, tp), f"seek {tp.topic}-{tp.partition}", deadline_s=_FETCH_START_S)
+
+
+def _seek(consumer: Consumer, tp: TopicPartition) -> None:
+    try:
+        consumer.seek(tp)
+    except KafkaException as exc:
+        if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError._STATE:
+            raise _FetchNotStarted(str(exc.args[0])) from exc
+        raise

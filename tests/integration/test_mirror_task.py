@@ -24,6 +24,7 @@ from devkafka.data import (
     read_all,
 )
 from devkafka.jars import KafkaJars
+from mirror_sink.record.record_path import assign_validated
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     MirrorProcess,
@@ -287,3 +288,33 @@ def test_a_transaction_ends_once_the_mirror_has_caught_up_not_at_the_interval(
     finally:
         for proc in procs.values():
             assert proc.stop() == 0, proc.log_tail()
+
+
+def test_a_partition_assigned_again_with_its_leader_epoch_reads_on_from_its_offset(
+    source: KafkaEndpoint, source_topic: TopicFactory
+) -> None:
+    """Record mode re-assigns a partition at its committed offset with the stored leader epoch and
+    seeks with that epoch (KIP-320 validation). Right after an unassign, librdkafka has not started
+    the new fetcher yet and refuses a seek (``_STATE``, cc23: the record mirror died in a rewind):
+    ``assign_validated`` waits for it, every time."""
+    topic = source_topic("reassign", 1)
+    produce(source.bootstrap_servers, topic, [Rec(None, f"v{i}".encode(), (), None, 0) for i in range(200)])
+    consumer = Consumer(
+        {
+            "bootstrap.servers": source.bootstrap_servers,
+            "group.id": f"{topic}-reader",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10,
+        }
+    )
+    try:
+        consumer.get_watermark_offsets(TopicPartition(topic, 0))  # caches the partition's leader epoch
+        for round_ in range(150):
+            if round_:
+                consumer.incremental_unassign([TopicPartition(topic, 0)])
+            assign_validated(consumer, [TopicPartition(topic, 0, 10, leader_epoch=0)])
+            # Several records, so that librdkafka is fetching (and prefetching) when it is unassigned.
+            read = [m.offset() for m in consumer.consume(5, 10)]
+            assert read[:1] == [10], f"round {round_}: read {read}"
+    finally:
+        consumer.close()
