@@ -69,21 +69,22 @@ def main(args: argparse.Namespace) -> int:
     try:
         plan = failback.plan()
         print(plan.report.table(), flush=True)
+        print(plan.drift.text(), flush=True)
         if args.dry_run:
-            _write_report(args.report, plan.report.to_json())
+            _write_report(args.report, plan.to_json())
             print("dry run: nothing kept, written or committed")
             return 0
         report = failback.start(plan)
     except (FailbackRefused, TaskFailure) as exc:
         print(f"failback refused: {exc}", flush=True)
         return 1
-    _write_report(args.report, report.to_json())
+    _write_report(args.report, plan.to_json(report))
     path = args.reverse_config or args.config.with_name(f"{forward.name}-failback.json")
     name = plan.reverse["name"]
     path.write_text(json.dumps({"name": name, "config": plan.reverse}, indent=2) + "\n")
     print(f"{report.records} records diverged and are kept on the old primary; reverse link config: {path}")
-    print(f"next: mirror-sink run {path}; when it has caught up, stop the producers on the new primary and run")
-    print(f"      mirror-sink failover {path} --wait-caught-up 300; then point producers at the old primary")
+    print(f"next: mirror-sink run {path}; stop the producers on the new primary; once it has caught up, stop it")
+    print(f"      and run: mirror-sink failback {args.config} --finish --wait-caught-up 300")
     return 0
 
 
@@ -101,7 +102,10 @@ def _finish(failback: Failback, args: argparse.Namespace) -> int:
         print(f"failback refused: {exc}", flush=True)
         return 1
     if not args.dry_run:
-        print(f"failback done: {moved} groups moved home; start the forward connector when producers write there")
+        home = failback.forward.source_bootstrap
+        print(f"failback done: {moved} groups moved home")
+        print(f"switch producers and consumers to the old primary now ({home}): transactional producers resume")
+        print("there with their transactional.id; then start the forward connector again")
     return 0
 
 

@@ -4,17 +4,20 @@ From the forward link's config (A to B, after a failover to B):
 
 1. read the newest failover record of the connector on B, and check it belongs to these clusters;
 2. find the records A holds past the failover's cut (never mirrored) and keep them byte for byte in a
-   side topic on A, with a report (``mirror_sink.failover.divergence``);
+   side topic on A, with a report (``mirror_sink.failover.divergence``), and how B's topics drifted
+   from A's while B ran alone (``mirror_sink.failover.drift``);
 3. write the reverse link's config and start its shadow group at the cut
    (``mirror_sink.failover.failback_link``).
 
-The operator then runs the reverse link until it has caught up, and moves the groups home with
-``mirror-sink failover`` on the reverse link's config. Nothing is deleted anywhere, and nothing is
+The operator then runs the reverse link until it has caught up, stops the producers on B and the
+link, and finishes (``finish``): the groups move home exactly and the forward link is set to go on
+after everything A holds then. Nothing is deleted anywhere, and nothing is
 committed unless every check passed.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +31,7 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.divergence import DivergenceReport, find_and_keep
+from mirror_sink.failover.drift import TopicDrift, find_drift
 from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
 from mirror_sink.failover.failover import Failover
 from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest
@@ -42,7 +46,13 @@ class FailbackPlan:
 
     record: FailoverRecord
     report: DivergenceReport
+    drift: TopicDrift
     reverse: dict[str, str]
+
+    def to_json(self, report: DivergenceReport | None = None) -> str:
+        """The divergence report (``report``, once kept, else the plan's count) with the topic drift."""
+        found = json.loads((report or self.report).to_json())
+        return json.dumps({**found, "drift": self.drift.to_dict()}, indent=2)
 
 
 class Failback:
@@ -59,7 +69,15 @@ class Failback:
         record = self._record()
         self._check_clusters(record)
         report = self._divergence(record, keep=False)
-        return FailbackPlan(record, report, reverse_config(self.forward, record))
+        cfg = self.forward
+        drift = find_drift(
+            cfg,
+            record,
+            clients.admin(cfg.source_admin(), self._client_id),
+            clients.admin(cfg.target_admin(), self._client_id),
+            configs_synced=cfg.sync_topic_configs_enabled,
+        )
+        return FailbackPlan(record, report, drift, reverse_config(cfg, record))
 
     def reverse(self) -> MirrorSinkConfig:
         """The reverse link's config, as ``plan`` derived it from the newest failover."""
@@ -103,8 +121,10 @@ class Failback:
             self.say("dry run: nothing committed")
             return 0
         moved = failover.commit(plan)
-        homes = {cut.target: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts}
-        self._resume_forward(record, homes)
+        homes = {
+            cut.target.topic: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts
+        }
+        self._resume_forward(homes)
         return moved
 
     def _refuse_running(self, reverse: MirrorSinkConfig) -> None:
@@ -128,22 +148,31 @@ class Failback:
         finally:
             reader.close()
 
-    def _resume_forward(self, record: FailoverRecord, homes: dict[TargetPartition, str]) -> None:
-        """The forward link's shadow group goes on from the old primary's end now, with its topic ids."""
+    def _resume_forward(self, homes: dict[str, str]) -> None:
+        """The forward link's shadow group goes on from the old primary's end now, with its topic ids:
+        every partition of each home topic, those the reverse link added too (``homes``: target topic
+        on the new primary -> its home topic on the old one)."""
         cfg = self.forward
         reader = Consumer(
             {**cfg.source_consumer(), "group.id": f"{self._client_id}-ends", "isolation.level": "read_committed"}
         )
         try:
+            listed = reader.list_topics(timeout=30).topics
             ends = {}
-            for target, home in homes.items():
-                at = TopicPartition(home, target.partition)
-                ends[target] = reader.get_watermark_offsets(at, timeout=30, cached=False)[1]
+            for target_topic, home in homes.items():
+                meta = listed.get(home)
+                if meta is None or meta.error is not None:
+                    raise FailbackRefused(f"the home topic {home} is not on the old primary ({cfg.source_bootstrap})")
+                for p in meta.partitions:
+                    at = TopicPartition(home, p)
+                    ends[TargetPartition(target_topic, p)] = reader.get_watermark_offsets(at, timeout=30, cached=False)[
+                        1
+                    ]
         finally:
             reader.close()
         ids = source_topic_ids(clients.admin(cfg.source_admin(), self._client_id), sorted(set(homes.values())))
         offsets = [
-            TopicPartition(*target, end, metadata=commit_metadata(ids.get(homes[target])))
+            TopicPartition(*target, end, metadata=commit_metadata(ids.get(homes[target.topic])))
             for target, end in sorted(ends.items())
         ]
         member = Consumer({**cfg.target_consumer(), "group.id": cfg.shadow_group_id, "enable.auto.commit": False})

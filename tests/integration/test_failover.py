@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from devkafka.backends import KafkaEndpoint
@@ -510,3 +510,121 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
         assert [r.value for r in landed[p] if r.offset >= b_before[p]] == [
             r.value for r in fresh_records if r.partition == p
         ], f"partition {p}: not exactly the new records of the old primary"
+
+
+def test_a_planned_round_trip_in_record_mode_leaves_every_record_on_both_clusters_exactly_once(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+) -> None:
+    """Fail over as planned, run on the new primary while its topics drift (a partition added, a config
+    changed, a topic of its own), fail back: nothing diverges, drift is reported and reconciled, the
+    groups come home exactly (an active one on the old primary refuses it first, committing nothing),
+    and the forward link goes on without an echo. Both links in record mode."""
+    topic, name, alias, group = unique("trip"), unique("trip"), unique("tripsrc"), unique("trip-app")
+    target_topic, own = f"{alias}.{topic}", unique("only-on-b")
+    create_topic(source.bootstrap_servers, topic, 2)
+    TransactionalLoad(source.bootstrap_servers, topic, 2, 60, per_txn=10, abort_every=3, txn_id=name).start().join(60)
+    config = mirror_config(
+        name, source, target, topic, **CHECKPOINTS, **{"source.cluster.alias": alias, "mirror.mode": "record"}
+    )
+    forward = mirror(config).start()
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "forward")
+    finally:
+        assert forward.stop() == 0, forward.log_tail()
+    commit_group_offsets(source.bootstrap_servers, group, {(topic, 0): 3, (topic, 1): 4})
+    planned = run_failover(config, tmp_path, "--groups", re.escape(group), "--wait-caught-up", "30")
+    assert planned.returncode == 0 and "planned" in planned.stdout, planned.stdout + planned.stderr
+    record = _recorded(target, config)
+    assert all(c.unmirrored == 0 for c in record.cuts), record.cuts
+
+    # The new primary runs alone: its topic grows a partition and changes a config; a topic of its own.
+    b_admin, a_admin = (AdminClient({"bootstrap.servers": c.bootstrap_servers}) for c in (target, source))
+    b_admin.create_partitions([NewPartitions(target_topic, 3)])[target_topic].result(30)
+    retention = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        target_topic,
+        incremental_configs=[ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)],
+    )
+    b_admin.incremental_alter_configs([retention])[retention].result(30)
+    create_topic(target.bootstrap_servers, own, 1)
+    now = int(time.time() * 1000)
+    produce(target.bootstrap_servers, target_topic, [Rec(b"b", b"b%d" % i, (), now + i, i % 3) for i in range(30)])
+    b_written = read_all(target.bootstrap_servers, target_topic)
+    ends = {c.target.partition: c.target_end for c in record.cuts}
+    # The group read on the new primary: into the new records on 0 and 2, not yet on 1.
+    b_group = {(target_topic, 0): ends[0] + 4, (target_topic, 1): ends[1], (target_topic, 2): 6}
+    commit_group_offsets(target.bootstrap_servers, group, b_group)
+
+    reverse_path, report_path = tmp_path / "reverse.json", tmp_path / "report.json"
+    started = run_failback(config, tmp_path, "--reverse-config", str(reverse_path), "--report", str(report_path))
+    assert started.returncode == 0, started.stdout + started.stderr
+    out = started.stdout
+    assert "nothing diverged" in out and "0 records diverged" in out, out
+    assert f"{target_topic}: 3 partitions on the new primary, 2 on {topic}: the reverse link adds 1" in out, out
+    assert f"{target_topic}: retention.ms=7200000 on the new primary, (default) on {topic}" in out, out
+    assert f"{own}: only on the new primary" in out, out
+    drift = json.loads(report_path.read_text())["drift"]
+    assert drift["partitions_added"] == [{"topic": target_topic, "home": topic, "new_primary": 3, "old_primary": 2}]
+    assert [c["key"] for c in drift["configs_changed"]] == ["retention.ms"] and drift["only_on_new_primary"] == [own]
+
+    a_before = read_all(source.bootstrap_servers, topic)
+    reverse_props = json.loads(reverse_path.read_text())["config"]
+    reverse = MirrorSinkConfig.parse(reverse_props)
+    assert reverse.mirror_mode.value == "record"
+    back = mirror(reverse_props).start()
+    try:
+        home = partial(shadow_caught_up, target, target_topic, source, topic, reverse.shadow_group_id)
+        wait_until(home, 90, "the reverse link caught up", detail=back.log_tail)
+    finally:
+        assert back.stop() == 0, back.log_tail()
+
+    # A consumer of the group still on the old primary: finishing is refused and commits nothing.
+    member = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
+    member.subscribe([topic])
+    try:
+        wait_until(lambda: bool(member.poll(0.2) or member.assignment()), 30, "the group active on the old primary")
+        refused = run_failback(config, tmp_path, "--finish", "--groups", re.escape(group))
+        assert refused.returncode == 1 and group in refused.stdout and "active" in refused.stdout, refused.stdout
+        untouched = committed_offsets(source.bootstrap_servers, group, [(topic, p) for p in range(3)])
+        assert untouched == {(topic, 0): 3, (topic, 1): 4, (topic, 2): -1001}, f"a refused finish committed {untouched}"
+    finally:
+        member.close()
+    finished = run_failback(config, tmp_path, "--finish", "--groups", re.escape(group), "--wait-caught-up", "30")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "switch producers and consumers to the old primary now" in finished.stdout, finished.stdout
+
+    # Every record on both clusters exactly once: the old primary holds its own, then the new
+    # primary's (the added partition too); the new primary holds the old one's, then its own.
+    a_after = read_all(source.bootstrap_servers, topic)
+    for p in range(3):
+        from_a = [r.content() for r in a_before.get(p, [])]
+        new_on_b = [r.content() for r in b_written[p] if r.offset >= ends.get(p, 0)]
+        assert len(new_on_b) == 10 and (p == 2 or len(from_a) > 0)
+        assert [r.content() for r in a_after[p]] == from_a + new_on_b, f"old primary, partition {p}"
+        assert [r.content() for r in b_written[p]] == from_a + new_on_b, f"new primary, partition {p}"
+    synced = a_admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+    assert next(iter(synced.values())).result(30)["retention.ms"].value == "7200000"
+
+    # The group is home where it was on the new primary: the same next record.
+    def at_home(p: int, b_offset: int) -> int:
+        content = next((r.content() for r in b_written[p] if r.offset >= b_offset), None)
+        if content is None:
+            return len(a_after[p]) and a_after[p][-1].offset + 1
+        return next(r.offset for r in a_after[p] if r.content() == content)
+
+    got = committed_offsets(source.bootstrap_servers, group, [(topic, p) for p in range(3)])
+    assert got == {(topic, p): at_home(p, b_group[(target_topic, p)]) for p in range(3)}, "not moved home exactly"
+
+    # The forward link goes on: only what is new on the old primary crosses, on every partition.
+    b_before = end_offsets(target.bootstrap_servers, target_topic)
+    again = mirror(config).start()
+    fresh = [Rec(b"f", b"after%d" % i, (), now + i, i % 3) for i in range(9)]
+    try:
+        produce(source.bootstrap_servers, topic, fresh)
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "forward")
+    finally:
+        assert again.stop() == 0, again.log_tail()
+    landed = read_all(target.bootstrap_servers, target_topic)
+    for p in range(3):
+        new = [r.value for r in landed[p] if r.offset >= b_before[p]]
+        assert new == [r.value for r in fresh if r.partition == p], f"partition {p}: an echo or a loss"
