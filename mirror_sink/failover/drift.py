@@ -9,8 +9,9 @@ difference whether the reverse link reconciles it or the operator must:
   to its source's count) and mirrors them from their first record, which was written on B;
 - a copied config (``COPIED_CONFIGS``) that differs: the reverse link sets B's value on A with
   ``sync.topic.configs.enabled`` (the default), else only reported;
-- a topic only on B that no mirror from A made: not in the reverse link (its topics are exactly what
-  the failover moved); reported, to be mirrored home by a connector of its own if it should go.
+- a topic only on B that no mirror made (not a remote topic by the replication policy's names): not
+  in the reverse link (its topics are exactly what the failover moved); reported, to be mirrored
+  home by a connector of its own if it should go.
 
 Nothing here changes either cluster.
 """
@@ -140,7 +141,7 @@ def find_drift(
         for t in on_new
         if t not in moved
         and t not in on_old
-        and policy.topic_source(t) != forward.source_alias
+        and policy.topic_source(t) is None  # a copy from some cluster: no producer of B wrote it
         and accepts(t)
         and not t.startswith(("_", "mirror-sink-"))
     )

@@ -35,7 +35,7 @@ from mirror_sink.failover.drift import TopicDrift, find_drift
 from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
 from mirror_sink.failover.failover import Failover
 from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest
-from mirror_sink.failover.groups import IDLE_STATES, list_groups
+from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader, read_failovers
 from mirror_sink.failover.translation import Translation
 
@@ -62,6 +62,7 @@ class Failback:
         self.forward = forward
         self.say = say
         self._client_id = f"{forward.name}-failback"
+        self._found: FailoverRecord | None = None  # the newest failover, read once
 
     def plan(self) -> FailbackPlan:
         """The newest failover, checked against the clusters, and the records past its cut (counted,
@@ -114,7 +115,7 @@ class Failback:
                 return reverse_index.translate(t.target, cut.target_end)
             return home
 
-        failover = Failover(reverse, self.say, untranslated=below_cut)
+        failover = Failover(reverse, self.say, untranslated=below_cut, destination="the old primary")
         plan = failover.plan(groups, wait_caught_up_s)
         self.say(plan.table())
         if dry_run:
@@ -175,7 +176,7 @@ class Failback:
             TopicPartition(*target, end, metadata=commit_metadata(ids.get(homes[target.topic])))
             for target, end in sorted(ends.items())
         ]
-        member = Consumer({**cfg.target_consumer(), "group.id": cfg.shadow_group_id, "enable.auto.commit": False})
+        member = group_member(cfg.target_consumer(), cfg.shadow_group_id, self._client_id)
         try:
             member.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
@@ -191,6 +192,8 @@ class Failback:
         )
 
     def _record(self) -> FailoverRecord:
+        if self._found is not None:
+            return self._found
         cfg = self.forward
         topic = failovers_topic(cfg.source_alias)
         try:
@@ -204,6 +207,7 @@ class Failback:
                 "(mirror-sink failover), or give the config of the connector that failed over"
             )
         self.say(f"failover {record.failover_id} ({record.mode}, {record.time}): {len(record.cuts)} partitions")
+        self._found = record
         return record
 
     def _check_clusters(self, record: FailoverRecord) -> None:

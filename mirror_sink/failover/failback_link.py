@@ -15,19 +15,18 @@ connector from B to A with two differences, both derived from the durable failov
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.source_continuity import commit_metadata, source_topic_ids
 from mirror_sink.core import clients
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 from mirror_sink.core.stable_offsets import read_stable_offsets
 from mirror_sink.failover.failover_record import FailoverRecord
+from mirror_sink.failover.groups import group_member
 
 _SOURCE, _TARGET = "source.cluster.", "target.cluster."
 #: Keys that name the forward link's own groups: the reverse link takes its defaults instead.
@@ -84,7 +83,7 @@ def seed(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverR
         )
         for cut in record.cuts
     }
-    member = _member(reverse.target_consumer(), reverse.shadow_group_id, client)
+    member = group_member(reverse.target_consumer(), reverse.shadow_group_id, client)
     try:
         held = read_stable_offsets(member, list(home.values()), give_up_after_s=60)
         if any(offset is not None for offset in held.values()):
@@ -110,7 +109,7 @@ def seed(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverR
 
 def _advanced_since(forward: MirrorSinkConfig, record: FailoverRecord, client: str) -> list[str]:
     """Partitions whose forward shadow offset moved past the failover's cut."""
-    member = _member(forward.target_consumer(), forward.shadow_group_id, client)
+    member = group_member(forward.target_consumer(), forward.shadow_group_id, client)
     try:
         now = read_stable_offsets(member, [c.target for c in record.cuts], give_up_after_s=60)
     finally:
@@ -120,16 +119,3 @@ def _advanced_since(forward: MirrorSinkConfig, record: FailoverRecord, client: s
         for c in record.cuts
         if c.mirrored_to is not None and (now.get(c.target) or 0) > c.mirrored_to
     ]
-
-
-def _member(props: Mapping[str, str], group: str, client_id: str) -> Consumer:
-    return Consumer(
-        {
-            **props,
-            "logger": LIBRDKAFKA_LOG,
-            "client.id": client_id,
-            "group.id": group,
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )

@@ -93,9 +93,12 @@ class Failover:
         say: Callable[[str], None] = print,
         *,
         untranslated: Callable[[Translation, OffsetIndex], int | None] | None = None,
+        destination: str = "the target",
     ) -> None:
         self.config = config
         self.say = say
+        #: How messages name the cluster the groups move to ("the old primary" in a failback).
+        self.destination = destination
         self._client_id = f"{config.name}-failover"
         #: Answers a position the offset syncs and checkpoints cannot (a failback's positions still
         #: inside the data the forward link mirrored), or None.
@@ -132,7 +135,7 @@ class Failover:
                 done = f"groups already moved: {', '.join(moved)}" if moved else "no group was moved"
                 raise FailoverRefused(f"{exc} ({done}); fix it and run failover again") from exc
             moved.append(group)
-            self.say(f"committed {len(offsets)} partitions of group {group} on the target")
+            self.say(f"committed {len(offsets)} partitions of group {group} on {self.destination}")
         try:
             record = self.record(plan)
         except (KafkaException, TaskFailure) as exc:
@@ -396,7 +399,8 @@ class Failover:
         if active:
             detail = ", ".join(f"{g} ({states[g]})" for g in active)
             raise FailoverRefused(
-                f"consumer groups active on the target: {detail}; stop their consumers there first (nothing committed)"
+                f"consumer groups active on {self.destination}: {detail}; stop their consumers there first "
+                "(nothing committed)"
             )
 
     def _check_target_groups(self, plan: FailoverPlan) -> None:

@@ -66,7 +66,9 @@ def _as_kafka_error(error: object) -> KafkaError | None:
     return None
 
 
-def _member(props: Mapping[str, str], group: str, client_id: str) -> Consumer:
+def group_member(props: Mapping[str, str], group: str, client_id: str) -> Consumer:
+    """A consumer that never joins ``group`` (no subscribe): it reads and commits the group's offsets
+    from outside, read_committed, without auto commits."""
     return Consumer(
         {
             **props,
@@ -89,7 +91,7 @@ def committed_offsets(
     timeout_s: float = 60.0,
 ) -> dict[tuple[str, int], int]:
     """``group``'s committed offsets on ``partitions`` of the ``cluster`` (only those it has), read stable."""
-    consumer = _member(props, group, client_id)
+    consumer = group_member(props, group, client_id)
     try:
         offsets = read_stable_offsets(consumer, partitions, give_up_after_s=timeout_s)
     except TaskFailure as exc:
@@ -108,7 +110,7 @@ def commit_offsets(
     """
     if not offsets:
         return
-    consumer = _member(props, group, client_id)
+    consumer = group_member(props, group, client_id)
     try:
         result = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     except KafkaException as exc:
