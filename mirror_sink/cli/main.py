@@ -13,6 +13,7 @@ from mirror_sink.cli import failover as failover_cli
 from mirror_sink.cli import passwd as passwd_cli
 from mirror_sink.cli import spark as spark_cli
 from mirror_sink.cli import standalone
+from mirror_sink.cli import verify as verify_cli
 from mirror_sink.cli import worker as worker_cli
 from mirror_sink.core.allocator import tune_malloc
 from mirror_sink.core.logs import configure_logging
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     spark_cli.add_parser(sub)
     failover_cli.add_parser(sub)
     failback_cli.add_parser(sub)
+    verify_cli.add_parser(sub)
     passwd_cli.add_parser(sub)
     acls_cli.add_parser(sub)
     return parser

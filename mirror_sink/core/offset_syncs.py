@@ -343,6 +343,10 @@ class PartitionIndex:
         """Runs held (for memory estimates)."""
         return len(self._source)
 
+    def run_list(self) -> list[SyncRun]:
+        """The runs held, ascending (on both sides): what ``verify`` compares record by record."""
+        return [SyncRun(s, t, n) for s, t, n in zip(self._source, self._target, self._count, strict=True)]
+
     def translate(self, source_offset: int) -> int | None:
         """The target offset of the first mirrored record at or after ``source_offset``; None when
         that is not known yet (not mirrored that far) or no longer (below the oldest sync kept)."""

@@ -594,6 +594,11 @@ def run_failback(config: dict[str, str], workdir: Path, *args: str) -> subproces
     return _run_verb("failback", config, workdir, *args)
 
 
+def run_verify(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-sink verify`` for ``config`` with ``args``: its exit code and output."""
+    return _run_verb("verify", config, workdir, *args)
+
+
 def _run_verb(verb: str, config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     path = workdir / f"{verb}-{time.monotonic_ns()}.json"
     path.write_text(json.dumps({"name": config["name"], "config": config}))

@@ -1,0 +1,405 @@
+"""``mirror-sink verify``: the target equals the source, record for record, through the offset map.
+
+Every exactly-once transaction writes, with its records, the runs of source offsets it mirrored and
+the target offsets they landed at (``mirror_sink.core.offset_syncs``). Verification reads the
+committed syncs, then both sides' committed records of each synced partition, and walks them
+together: the target record at ``target + i`` of a run must equal the source record at
+``source + i`` in key, value, headers and timestamp. It compares records, not bytes, so a raw
+batch's re-stamped header and a re-encoded batch are judged alike.
+
+What it concludes, per target partition:
+
+- **verified**: equal on both sides (and the bytes compared);
+- **mismatch**: a record that differs, or a committed target record that maps to no source offset
+  (one appended by hand: a forged copy). The first is named with both sides' offsets;
+- **unverifiable**, counted by reason, never as a mismatch: the source record is gone (compaction or
+  retention after mirroring), the target record is gone (target retention or compaction), the target
+  record has no offset sync (written before the syncs kept, which expire after
+  ``offset-syncs.topic.retention.ms``), or the source range was skipped on purpose
+  (``offset.gap.policy=skip``).
+
+A target record counts as forged only below the target's last stable offset read *before* the syncs
+are read to their end: every transaction committed by then has its sync in what was read, so a
+record there with no run is not the mirror's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.core.offset_syncs import OffsetIndex, SyncRun
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.failover.readers import OffsetSyncReader
+
+#: Reasons a record cannot be verified (the keys of ``PartitionVerdict.unverifiable``).
+SOURCE_GONE = "source record gone (compaction or retention)"
+TARGET_GONE = "target record gone (retention or compaction)"
+NO_SYNC = "no offset sync (expired, or mirrored before syncs)"
+SKIPPED = "skipped on purpose (offset.gap.policy=skip)"
+
+_READ_TIMEOUT_S = 600.0
+_BATCH = 5000
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    """What is compared of one record."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    timestamp: int
+
+    @property
+    def size(self) -> int:
+        """Key, value and header bytes."""
+        return len(self.key or b"") + len(self.value or b"") + sum(len(k) + len(v or b"") for k, v in self.headers)
+
+    def difference(self, other: Record) -> str | None:
+        """What differs from ``other`` (the source's record), or None."""
+        for what, mine, theirs in (
+            ("key", self.key, other.key),
+            ("value", self.value, other.value),
+            ("headers", self.headers, other.headers),
+            ("timestamp", self.timestamp, other.timestamp),
+        ):
+            if mine != theirs:
+                return f"{what} differs"
+        return None
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """A target record that is not the source's: where on both sides, and how."""
+
+    target: TargetPartition
+    target_offset: int
+    source: SourcePartition
+    source_offset: int | None  # None: it maps to no source offset
+    what: str
+
+    def __str__(self) -> str:
+        at = "no source offset" if self.source_offset is None else f"{self.source.topic}-{self.source.partition}"
+        where = at if self.source_offset is None else f"{at}@{self.source_offset}"
+        return f"{self.target.topic}-{self.target.partition}@{self.target_offset} vs {where}: {self.what}"
+
+
+@dataclass
+class PartitionVerdict:
+    """One target partition's outcome."""
+
+    target: TargetPartition
+    source: SourcePartition
+    verified: int = 0
+    bytes: int = 0
+    mismatches: int = 0
+    first_mismatch: Mismatch | None = None
+    unverifiable: Counter[str] = field(default_factory=Counter)
+    #: The target offset after the last record verified equal (None: none was).
+    verified_to: int | None = None
+
+    def mismatch(self, found: Mismatch) -> None:
+        """Count one mismatch; the first is kept."""
+        self.mismatches += 1
+        if self.first_mismatch is None:
+            self.first_mismatch = found
+
+
+def compare_partition(
+    target: TargetPartition,
+    source: SourcePartition,
+    runs: list[SyncRun],
+    target_records: Iterable[Record],
+    source_records: Iterable[Record],
+    *,
+    skipped: int = 0,
+) -> PartitionVerdict:
+    """Walk a partition's committed target records (ascending) with its source records (ascending)
+    through ``runs`` (ascending on both sides). Pure: both sides are given as iterables."""
+    verdict = PartitionVerdict(target, source)
+    if skipped:
+        verdict.unverifiable[SKIPPED] += skipped
+    sources: Iterator[Record] = iter(source_records)
+    current: Record | None = next(sources, None)
+    i, mapped = 0, 0
+    for rec in target_records:
+        t = rec.offset
+        while i < len(runs) and t >= runs[i].target + runs[i].length:
+            i += 1
+        if i < len(runs) and runs[i].target <= t:
+            mapped += 1
+            s = runs[i].source + t - runs[i].target
+            while current is not None and current.offset < s:
+                current = next(sources, None)
+            if current is None or current.offset != s:
+                verdict.unverifiable[SOURCE_GONE] += 1
+                continue
+            what = rec.difference(current)
+            if what is None:
+                verdict.verified += 1
+                verdict.bytes += rec.size
+                verdict.verified_to = t + 1
+            else:
+                verdict.mismatch(Mismatch(target, t, source, s, what))
+        elif not runs or t < runs[0].target:
+            verdict.unverifiable[NO_SYNC] += 1
+        else:
+            verdict.mismatch(Mismatch(target, t, source, None, "maps to no source offset"))
+    expected = sum(run.length for run in runs)
+    if expected > mapped:
+        verdict.unverifiable[TARGET_GONE] += expected - mapped
+    return verdict
+
+
+@dataclass
+class VerifyReport:
+    """Every verified partition of one connector."""
+
+    connector: str
+    partitions: list[PartitionVerdict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def verified(self) -> int:
+        """Records verified equal, in all."""
+        return sum(p.verified for p in self.partitions)
+
+    @property
+    def mismatches(self) -> int:
+        """Mismatches, in all."""
+        return sum(p.mismatches for p in self.partitions)
+
+    @property
+    def unverifiable(self) -> Counter[str]:
+        """Unverifiable records by reason, in all."""
+        total: Counter[str] = Counter()
+        for p in self.partitions:
+            total.update(p.unverifiable)
+        return total
+
+    @property
+    def first_mismatch(self) -> Mismatch | None:
+        """The first mismatch found, in partition order."""
+        return next((p.first_mismatch for p in self.partitions if p.first_mismatch is not None), None)
+
+    def table(self) -> str:
+        """For operators: one line per partition, then the totals and the first mismatch."""
+        rows = [("target partition", "verified", "bytes", "mismatches", "unverifiable", "verified to")]
+        for p in self.partitions:
+            rows.append(
+                (
+                    f"{p.target.topic}-{p.target.partition}",
+                    str(p.verified),
+                    str(p.bytes),
+                    str(p.mismatches),
+                    str(sum(p.unverifiable.values())),
+                    "-" if p.verified_to is None else str(p.verified_to),
+                )
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        bytes_ = sum(p.bytes for p in self.partitions)
+        lines.append(
+            f"verified {self.verified} records ({bytes_} bytes) in {len(self.partitions)} partitions in "
+            f"{self.seconds:.1f} s; {self.mismatches} mismatches"
+        )
+        lines += [f"unverifiable: {n} records: {reason}" for reason, n in sorted(self.unverifiable.items())]
+        if (first := self.first_mismatch) is not None:
+            lines.append(f"first mismatch: {first}")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        """The report as JSON."""
+        return json.dumps(
+            {
+                "connector": self.connector,
+                "verified": self.verified,
+                "mismatches": self.mismatches,
+                "unverifiable": dict(self.unverifiable),
+                "seconds": round(self.seconds, 3),
+                "first_mismatch": None if self.first_mismatch is None else str(self.first_mismatch),
+                "partitions": [
+                    {
+                        "target": {"topic": p.target.topic, "partition": p.target.partition},
+                        "source": {"topic": p.source.topic, "partition": p.source.partition},
+                        "verified": p.verified,
+                        "bytes": p.bytes,
+                        "mismatches": p.mismatches,
+                        "first_mismatch": None if p.first_mismatch is None else str(p.first_mismatch),
+                        "unverifiable": dict(p.unverifiable),
+                        "verified_to": p.verified_to,
+                    }
+                    for p in self.partitions
+                ],
+            },
+            indent=2,
+        )
+
+
+class ByteRate:
+    """Caps the bytes read per second (``None``: no cap), so verification never starves mirroring."""
+
+    def __init__(self, max_bytes_per_s: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max = max_bytes_per_s
+        self.clock = clock
+        self.started = clock()
+        self.read = 0
+
+    def take(self, n: int, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Count ``n`` bytes; sleep until the rate is back under the cap."""
+        self.read += n
+        if self.max:
+            ahead = self.read / self.max - (self.clock() - self.started)
+            if ahead > 0:
+                sleep(ahead)
+
+
+class Verifier:
+    """Verifies one connector's committed mirror through its offset syncs."""
+
+    def __init__(
+        self,
+        config: MirrorSinkConfig,
+        *,
+        max_bytes_per_s: float | None = None,
+        topics: re.Pattern[str] | None = None,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        if config.offset_syncs_partition is None:
+            raise ConfigError(
+                "emit.offset-syncs.enabled",
+                f"connector {config.name} writes no offset syncs, and verify reads the offset map from them: "
+                "they are written with emit.offset-syncs.enabled=true and transaction.producer=true (the defaults)",
+            )
+        self.config = config
+        self.topics = topics
+        self.say = say
+        self.rate = ByteRate(max_bytes_per_s)
+        self._client_id = f"{config.name}-verify"
+
+    def run(self) -> VerifyReport:
+        """Read the syncs, snapshot the target's ends, read the syncs again to their end, compare."""
+        started = time.monotonic()
+        cfg = self.config
+        syncs = cfg.offset_syncs_partition
+        assert syncs is not None  # checked in __init__
+        reader = OffsetSyncReader(cfg.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+        try:
+            index = reader.catch_up()
+            chosen = sorted(
+                tp for tp in index.partitions if self.topics is None or self.topics.fullmatch(tp.topic) is not None
+            )
+            target = _consumer(cfg.target_consumer(), self._client_id)
+            try:
+                # Every transaction committed below these ends has its sync in what is read next.
+                ends = {tp: _end(target, tp.topic, tp.partition, "target") for tp in chosen}
+                index = reader.catch_up()
+                report = VerifyReport(cfg.name)
+                source = _consumer(cfg.source_consumer(), self._client_id)
+                try:
+                    for n, tp in enumerate(chosen, 1):
+                        verdict = self._partition(index, tp, ends[tp], target, source)
+                        report.partitions.append(verdict)
+                        self.say(
+                            f"[{n}/{len(chosen)}] {tp.topic}-{tp.partition}: {verdict.verified} verified, "
+                            f"{verdict.mismatches} mismatches, {sum(verdict.unverifiable.values())} unverifiable"
+                        )
+                finally:
+                    source.close()
+            finally:
+                target.close()
+        finally:
+            reader.close()
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _partition(
+        self, index: OffsetIndex, tp: TargetPartition, end: tuple[int, int], target: Consumer, source: Consumer
+    ) -> PartitionVerdict:
+        part = index.partitions[tp]
+        runs = part.run_list()
+        src = SourcePartition(index.source_topics[tp], tp.partition)
+        skipped = sum(b - a for a, b in part.gaps)
+        low, high = end
+        target_records = self._read(target, tp, low, high, "target")
+        if runs:
+            first, last = runs[0], runs[-1]
+            source_records: Iterable[Record] = self._read(
+                source, src, first.source, last.source + last.length, "source"
+            )
+        else:
+            source_records = ()
+        return compare_partition(tp, src, runs, target_records, source_records, skipped=skipped)
+
+    def _read(self, consumer: Consumer, tp: tuple[str, int], start: int, end: int, role: str) -> Iterator[Record]:
+        """The committed records of partition ``tp`` in ``[start, end)``, ascending."""
+        topic, partition = tp
+        if start >= end:
+            return
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + _READ_TIMEOUT_S
+        try:
+            while True:
+                if time.monotonic() > deadline:
+                    raise TaskFailure(
+                        f"reading {topic}-{partition} on the {role}: not at {end} after {_READ_TIMEOUT_S} s"
+                    )
+                for msg in consumer.consume(_BATCH, 0.5):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            return
+                        raise TaskFailure(f"reading {topic}-{partition} on the {role}: {err.str()}")
+                    rec = _record(msg)
+                    if rec.offset >= end:
+                        return
+                    self.rate.take(rec.size)
+                    yield rec
+                    if rec.offset + 1 >= end:
+                        return
+        finally:
+            consumer.unassign()
+
+
+def _record(msg: Message) -> Record:
+    headers = msg.headers() or []
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    kept: Headers = tuple((name, value if isinstance(value, bytes | None) else value.encode()) for name, value in pairs)
+    return Record(msg.offset() or 0, msg.key(), msg.value(), kept, msg.timestamp()[1])
+
+
+def _consumer(props: Mapping[str, str], client_id: str) -> Consumer:
+    return Consumer(
+        {
+            **props,
+            "logger": LIBRDKAFKA_LOG,
+            "client.id": client_id,
+            "group.id": f"{client_id}-unused",  # assigned, never joined or committed
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+def _end(consumer: Consumer, topic: str, partition: int, role: str) -> tuple[int, int]:
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
+    except KafkaException as exc:
+        raise TaskFailure(f"cannot read the offsets of {topic}-{partition} on the {role}: {exc.args[0].str()}") from exc
+    return int(low), int(high)
