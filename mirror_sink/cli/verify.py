@@ -55,6 +55,8 @@ def main(args: argparse.Namespace) -> int:
     except TaskFailure as exc:
         print(f"verify failed: {exc}", flush=True)
         return 1
+    finally:
+        verifier.close()
     print(report.table(), flush=True)
     if args.report is not None:
         args.report.write_text(report.to_json() + "\n")

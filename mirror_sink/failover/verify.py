@@ -125,13 +125,21 @@ def compare_partition(
     target_records: Iterable[Record],
     source_records: Iterable[Record],
     *,
+    window: tuple[int, int],
+    synced_from: int | None = None,
     skipped: int = 0,
 ) -> PartitionVerdict:
-    """Walk a partition's committed target records (ascending) with its source records (ascending)
-    through ``runs`` (ascending on both sides). Pure: both sides are given as iterables."""
+    """Walk a partition's committed target records in ``window`` (target offsets ``[start, end)``,
+    ascending) with its source records (ascending) through ``runs`` (ascending on both sides).
+
+    ``synced_from`` is the target offset of the oldest sync kept (default: the first run's): a record
+    below it predates the syncs, a record at or past it with no run is not the mirror's. Pure: both
+    sides are given as iterables."""
+    start, end = window
     verdict = PartitionVerdict(target, source)
     if skipped:
         verdict.unverifiable[SKIPPED] += skipped
+    first_synced = synced_from if synced_from is not None else (runs[0].target if runs else None)
     sources: Iterator[Record] = iter(source_records)
     current: Record | None = next(sources, None)
     i, mapped = 0, 0
@@ -154,11 +162,12 @@ def compare_partition(
                 verdict.verified_to = t + 1
             else:
                 verdict.mismatch(Mismatch(target, t, source, s, what))
-        elif not runs or t < runs[0].target:
+        elif first_synced is None or t < first_synced:
             verdict.unverifiable[NO_SYNC] += 1
         else:
             verdict.mismatch(Mismatch(target, t, source, None, "maps to no source offset"))
-    expected = sum(run.length for run in runs)
+    # Runs past the window are transactions committed after it was read: not yet this round's.
+    expected = sum(max(0, min(r.target + r.length, end) - max(r.target, start)) for r in runs)
     if expected > mapped:
         verdict.unverifiable[TARGET_GONE] += expected - mapped
     return verdict
@@ -269,7 +278,8 @@ class ByteRate:
 
 
 class Verifier:
-    """Verifies one connector's committed mirror through its offset syncs."""
+    """Verifies one connector's committed mirror through its offset syncs, round after round: each
+    round goes on from where the last one ended (``mirror-sink verify`` runs one, from the start)."""
 
     def __init__(
         self,
@@ -279,7 +289,8 @@ class Verifier:
         topics: re.Pattern[str] | None = None,
         say: Callable[[str], None] = print,
     ) -> None:
-        if config.offset_syncs_partition is None:
+        syncs = config.offset_syncs_partition
+        if syncs is None:
             raise ConfigError(
                 "emit.offset-syncs.enabled",
                 f"connector {config.name} writes no offset syncs, and verify reads the offset map from them: "
@@ -288,66 +299,86 @@ class Verifier:
         self.config = config
         self.topics = topics
         self.say = say
-        self.rate = ByteRate(max_bytes_per_s)
+        self.max_bytes_per_s = max_bytes_per_s
         self._client_id = f"{config.name}-verify"
+        self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+        self._target = _consumer(config.target_consumer(), self._client_id)
+        self._source = _consumer(config.source_consumer(), self._client_id)
+        #: Per target partition, the target offset the next round starts at.
+        self.next: dict[TargetPartition, int] = {}
+        self.rounds = 0
+
+    def close(self) -> None:
+        """Release the clients."""
+        self._syncs.close()
+        self._target.close()
+        self._source.close()
 
     def run(self) -> VerifyReport:
-        """Read the syncs, snapshot the target's ends, read the syncs again to their end, compare."""
+        """One round: read the syncs, snapshot the target's ends, read the syncs again to their end
+        (every transaction committed below the ends has its sync then), compare up to the ends."""
         started = time.monotonic()
-        cfg = self.config
-        syncs = cfg.offset_syncs_partition
-        assert syncs is not None  # checked in __init__
-        reader = OffsetSyncReader(cfg.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
-        try:
-            index = reader.catch_up()
-            chosen = sorted(
-                tp for tp in index.partitions if self.topics is None or self.topics.fullmatch(tp.topic) is not None
+        rate = ByteRate(self.max_bytes_per_s)
+        index = self._syncs.catch_up()
+        chosen = sorted(
+            tp for tp in index.partitions if self.topics is None or self.topics.fullmatch(tp.topic) is not None
+        )
+        ends = {tp: _end(self._target, tp.topic, tp.partition, "target") for tp in chosen}
+        index = self._syncs.catch_up()
+        report = VerifyReport(self.config.name)
+        for n, tp in enumerate(chosen, 1):
+            low, high = ends[tp]
+            start = max(low, self.next.get(tp, 0))
+            verdict = self._partition(index, tp, (start, high), rate)
+            self.next[tp] = max(start, high)
+            # Nothing below the next start is asked again: the index may forget it.
+            source_floor = index.partitions[tp].source_of(self.next[tp])
+            if source_floor is not None:
+                self._syncs.floors[tp] = source_floor
+            report.partitions.append(verdict)
+            self.say(
+                f"[{n}/{len(chosen)}] {tp.topic}-{tp.partition}: {verdict.verified} verified, "
+                f"{verdict.mismatches} mismatches, {sum(verdict.unverifiable.values())} unverifiable"
             )
-            target = _consumer(cfg.target_consumer(), self._client_id)
-            try:
-                # Every transaction committed below these ends has its sync in what is read next.
-                ends = {tp: _end(target, tp.topic, tp.partition, "target") for tp in chosen}
-                index = reader.catch_up()
-                report = VerifyReport(cfg.name)
-                source = _consumer(cfg.source_consumer(), self._client_id)
-                try:
-                    for n, tp in enumerate(chosen, 1):
-                        verdict = self._partition(index, tp, ends[tp], target, source)
-                        report.partitions.append(verdict)
-                        self.say(
-                            f"[{n}/{len(chosen)}] {tp.topic}-{tp.partition}: {verdict.verified} verified, "
-                            f"{verdict.mismatches} mismatches, {sum(verdict.unverifiable.values())} unverifiable"
-                        )
-                finally:
-                    source.close()
-            finally:
-                target.close()
-        finally:
-            reader.close()
+        self.rounds += 1
         report.seconds = time.monotonic() - started
         return report
 
     def _partition(
-        self, index: OffsetIndex, tp: TargetPartition, end: tuple[int, int], target: Consumer, source: Consumer
+        self, index: OffsetIndex, tp: TargetPartition, window: tuple[int, int], rate: ByteRate
     ) -> PartitionVerdict:
         part = index.partitions[tp]
-        runs = part.run_list()
+        every = part.run_list()
+        start, end = window
+        runs = [r for r in every if r.target + r.length > start and r.target < end]
         src = SourcePartition(index.source_topics[tp], tp.partition)
-        skipped = sum(b - a for a, b in part.gaps)
-        low, high = end
-        target_records = self._read(target, tp, low, high, "target")
+        # Skipped ranges count once, in the first round that sees them.
+        skipped = sum(b - a for a, b in part.gaps) if tp not in self.next else 0
+        target_records = self._read(self._target, tp, window, "target", rate)
+        source_records: Iterable[Record] = ()
         if runs:
             first, last = runs[0], runs[-1]
-            source_records: Iterable[Record] = self._read(
-                source, src, first.source, last.source + last.length, "source"
-            )
-        else:
-            source_records = ()
-        return compare_partition(tp, src, runs, target_records, source_records, skipped=skipped)
+            from_source = first.source + max(0, start - first.target)
+            to_source = last.source + min(last.length, end - last.target)
+            source_records = self._read(self._source, src, (from_source, to_source), "source", rate)
+        return compare_partition(
+            tp,
+            src,
+            runs,
+            target_records,
+            source_records,
+            window=window,
+            synced_from=every[0].target if every else None,
+            skipped=skipped,
+        )
 
-    def _read(self, consumer: Consumer, tp: tuple[str, int], start: int, end: int, role: str) -> Iterator[Record]:
-        """The committed records of partition ``tp`` in ``[start, end)``, ascending."""
+    @staticmethod
+    def _read(
+        consumer: Consumer, tp: tuple[str, int], window: tuple[int, int], role: str, rate: ByteRate
+    ) -> Iterator[Record]:
+        """The committed records of partition ``tp`` in ``window`` (``[start, end)``), ascending."""
         topic, partition = tp
+        start, end = window
         if start >= end:
             return
         consumer.assign([TopicPartition(topic, partition, start)])
@@ -367,7 +398,7 @@ class Verifier:
                     rec = _record(msg)
                     if rec.offset >= end:
                         return
-                    self.rate.take(rec.size)
+                    rate.take(rec.size)
                     yield rec
                     if rec.offset + 1 >= end:
                         return

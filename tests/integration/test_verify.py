@@ -50,7 +50,9 @@ def test_verify_covers_every_committed_record_of_a_live_mirror_and_names_a_forge
         live_report = tmp_path / "live.json"
         live = run_verify(config, tmp_path, "--report", str(live_report))
         assert live.returncode == 0, live.stdout + live.stderr
-        assert _verified(live_report)["mismatches"] == 0 and _verified(live_report)["verified"], live.stdout
+        seen = _verified(live_report)
+        # Transactions committed while it read are the next round's, never "gone".
+        assert seen["mismatches"] == 0 and seen["verified"] and seen["unverifiable"] == {}, live.stdout
         load.join(120)
         caught_up = partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}")
         wait_until(caught_up, 90, "the mirror caught up", detail=proc.log_tail)

@@ -26,7 +26,7 @@ def test_every_mapped_record_equal_is_verified_with_its_bytes() -> None:
     runs = [SyncRun(0, 0, 5), SyncRun(7, 6, 3)]
     source = [rec(o, b"v%d" % o) for o in (*range(5), 7, 8, 9)]
     target = [rec(t, b"v%d" % s) for t, s in zip((*range(5), 6, 7, 8), (*range(5), 7, 8, 9), strict=True)]
-    verdict = compare_partition(T, S, runs, target, source)
+    verdict = compare_partition(T, S, runs, target, source, window=(0, 9))
     assert (verdict.verified, verdict.mismatches, dict(verdict.unverifiable)) == (8, 0, {})
     assert verdict.bytes == sum(r.size for r in target) and verdict.verified_to == 9
 
@@ -35,7 +35,7 @@ def test_the_first_difference_is_named_with_both_offsets() -> None:
     runs = [SyncRun(10, 100, 3)]
     source = [rec(10, b"a"), rec(11, b"b"), rec(12, b"c")]
     target = [rec(100, b"a"), rec(101, b"B"), rec(102, b"c", ts=5)]
-    verdict = compare_partition(T, S, runs, target, source)
+    verdict = compare_partition(T, S, runs, target, source, window=(100, 103))
     assert (verdict.verified, verdict.mismatches) == (1, 2)
     assert str(verdict.first_mismatch) == "src.orders-0@101 vs orders-0@11: value differs"
 
@@ -44,7 +44,7 @@ def test_a_record_appended_by_hand_maps_to_no_source_offset() -> None:
     runs = [SyncRun(0, 0, 2)]
     source = [rec(0, b"a"), rec(1, b"b")]
     target = [rec(0, b"a"), rec(1, b"b"), rec(2, b"forged")]
-    verdict = compare_partition(T, S, runs, target, source)
+    verdict = compare_partition(T, S, runs, target, source, window=(0, 3))
     assert verdict.mismatches == 1
     assert str(verdict.first_mismatch) == "src.orders-0@2 vs no source offset: maps to no source offset"
 
@@ -55,9 +55,21 @@ def test_what_is_gone_or_unsynced_or_skipped_is_unverifiable_not_a_mismatch() ->
     runs = [SyncRun(10, 2, 4)]
     source = [rec(10, b"a"), rec(12, b"c"), rec(13, b"d")]
     target = [rec(0, b"old"), rec(1, b"old"), rec(2, b"a"), rec(3, b"b"), rec(4, b"c")]
-    verdict = compare_partition(T, S, runs, target, source, skipped=3)
+    verdict = compare_partition(T, S, runs, target, source, window=(0, 6), skipped=3)
     assert verdict.mismatches == 0 and verdict.verified == 2
     assert dict(verdict.unverifiable) == {NO_SYNC: 2, SOURCE_GONE: 1, TARGET_GONE: 1, SKIPPED: 3}
+
+
+def test_a_round_compares_only_its_window_and_runs_committed_after_it_wait_for_the_next() -> None:
+    # Runs at target 0..9 and 10..19; this round's window is [5, 12): the rest is another round's.
+    runs = [SyncRun(0, 0, 10), SyncRun(10, 10, 10)]
+    source = [rec(o, b"v%d" % o) for o in range(5, 12)]
+    target = [rec(o, b"v%d" % o) for o in range(5, 12)]
+    verdict = compare_partition(T, S, runs, target, source, window=(5, 12), synced_from=0)
+    assert (verdict.verified, verdict.mismatches, dict(verdict.unverifiable)) == (7, 0, {})
+    # A record in a later window with no run, above the oldest sync: not the mirror's.
+    late = compare_partition(T, S, [], [rec(30, b"x")], [], window=(30, 31), synced_from=0)
+    assert late.mismatches == 1
 
 
 def test_the_byte_rate_sleeps_only_when_ahead_of_its_cap() -> None:
