@@ -88,12 +88,17 @@ function render(state) {
       if (t.trace) html += '<tr><td colspan="3">' + failure(t.cause, t.trace, "task", key) + '</td></tr>';
     }
     html += '</table>' + chart(pts);
-    html += '<table class="lag"><tr><th>target partition</th><th>lag (records)</th><th>lag (seconds)</th></tr>';
+    html += '<table class="lag"><tr><th>target partition</th><th>lag (records)</th><th>lag (seconds)</th>' +
+      '<th>verified to</th></tr>';
     for (const l of c.lag) {
+      const verified = c.verified[l.topic + "-" + l.partition];
       html += '<tr><td>' + esc(l.topic) + '-' + l.partition + '</td><td class="lag-records">' + l.records +
-        '</td><td>' + l.seconds.toFixed(1) + '</td></tr>';
+        '</td><td>' + l.seconds.toFixed(1) + '</td><td class="verified">' +
+        (verified === undefined ? '<span class="muted">-</span>' : verified) + '</td></tr>';
     }
-    if (!c.lag.length) html += '<tr><td colspan="3" class="muted">not measured yet</td></tr>';
+    if (!c.lag.length) html += '<tr><td colspan="4" class="muted">not measured yet</td></tr>';
+    if (c.mismatches) html += '<div class="cause task-cause">verification found ' + c.mismatches +
+      ' mismatches: see the log</div>';
     html += '</table></section>';
   }
   const box = document.getElementById("connectors");
@@ -132,6 +137,8 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                 status = herder.queries.status(name)
                 lag = herder.queries.lag(name)
                 records = herder.queries.mirrored_records(name)
+                verified = herder.queries.verified(name)
+                mismatches = herder.queries.verify_mismatches(name)
             except HerderError:
                 continue  # deleted meanwhile
             connectors.append(
@@ -155,6 +162,8 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                         for x in lag
                     ],
                     "records": records,
+                    "verified": {f"{t}-{p}": offset for (t, p), offset in verified.items()},
+                    "mismatches": mismatches,
                 }
             )
         return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}

@@ -138,6 +138,10 @@ class MirrorSinkConfig(BaseModel):
     emit_checkpoints: bool = Field(True, alias="emit.checkpoints.enabled")
     emit_checkpoints_interval_s: float = Field(5.0, alias="emit.checkpoints.interval.seconds", gt=0)
     checkpoints_replication_factor: int = Field(-1, alias="checkpoints.topic.replication.factor", ge=-1)
+    # -- continuous verification (mirror-sink verify, in the background) ------------------------
+    verify_enabled: bool = Field(False, alias="verify.enabled")
+    verify_interval_s: float = Field(60.0, alias="verify.interval.seconds", gt=0)
+    verify_max_bytes_per_second: int = Field(4 * 1024 * 1024, alias="verify.max.bytes.per.second", ge=1024)
     groups: str = Field(DEFAULT_GROUPS, alias="groups")
     groups_exclude: str = Field(DEFAULT_GROUPS_EXCLUDE, alias="groups.exclude")
     sync_group_offsets: bool = Field(False, alias="sync.group.offsets.enabled")
@@ -205,6 +209,11 @@ class MirrorSinkConfig(BaseModel):
                 problems["topic.recreation.policy"] = [
                     "continue is honoured by the worker runtime only; the Spark runtime stops at a recreated "
                     "topic (run the connector once with runtime=worker to continue it)"
+                ]
+            if parsed.verify_enabled and parsed.offset_syncs_partition is None:
+                problems["verify.enabled"] = [
+                    "verification reads the offset map from the offset syncs: it needs emit.offset-syncs.enabled=true "
+                    "and transaction.producer=true (the defaults)"
                 ]
             if parsed.mirror_mode is MirrorMode.RAW:
                 blockers = unsupported(parsed.source_consumer()) + unsupported(parsed.target_producer())
@@ -406,6 +415,11 @@ KEY_DOCS: dict[str, str] = {
     "emit.checkpoints.enabled": "Write MirrorMaker 2 checkpoints of the source groups to "
     "{source alias}.checkpoints.internal on the target.",
     "emit.checkpoints.interval.seconds": "How often checkpoints are written (default 5; MM2's is 60).",
+    "verify.enabled": "Compare the target with the source in the background, record by record through the offset "
+    "syncs, as mirror-sink verify does (default false); results in the mirror_sink_verif* metrics.",
+    "verify.interval.seconds": "How often a verification round starts; each goes on from where the last ended.",
+    "verify.max.bytes.per.second": "Cap on the bytes verification reads (both clusters), so it never competes "
+    "with mirroring (default 4 MiB/s).",
     "checkpoints.topic.replication.factor": "Replication factor of the checkpoints topic (-1: the broker default).",
     "groups": "Comma-separated source consumer group names or regexes to checkpoint and sync.",
     "groups.exclude": "Comma-separated group names or regexes never checkpointed (MM2's default).",

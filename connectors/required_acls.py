@@ -126,11 +126,11 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             RequiredAcl("target", "CREATE", "TOPIC", syncs, "LITERAL", "create the offset-syncs topic"),
             RequiredAcl("target", "WRITE", "TOPIC", syncs, "LITERAL", "write offset syncs in each transaction"),
         ]
-        if config.emit_checkpoints:
-            # The checkpoint emitter's own rights: without them checkpoints stop (one warning), not mirroring.
-            acls.append(
-                RequiredAcl("target", "READ", "TOPIC", syncs, "LITERAL", "translate offsets for checkpoints", False)
-            )
+        if config.emit_checkpoints or config.verify_enabled:
+            # The checkpoint emitter's and the verifier's own rights: without them they stop (a warning),
+            # not mirroring. Verification's other reads (source and target topics) the mirror needs anyway.
+            why = "translate offsets for checkpoints" if config.emit_checkpoints else "verify through the offset map"
+            acls.append(RequiredAcl("target", "READ", "TOPIC", syncs, "LITERAL", why, required=False))
     if config.emit_checkpoints and config.offset_syncs_partition is not None:  # as the provisioner
         cps = checkpoints_topic(config.source_alias)
         acls += [

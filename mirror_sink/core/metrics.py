@@ -100,6 +100,27 @@ checkpoint_round_seconds = Histogram(
 checkpoints_written_total = Counter(
     "mirror_sink_checkpoints_written", "MirrorMaker 2 checkpoints written.", ("connector",)
 )
+VERIFY_LABELS = ("connector", *MM2_LABELS)
+verified_offset = Gauge(
+    "mirror_sink_verified_offset",
+    "Target offset verification has compared up to (verify.enabled): every record below it is equal to its "
+    "source record or counted unverifiable. Summed over partitions with metrics.aggregate=topic.",
+    VERIFY_LABELS,
+)
+verify_mismatches_total = Counter(
+    "mirror_sink_verify_mismatches",
+    "Target records found different from their source records, or mapping to no source offset.",
+    VERIFY_LABELS,
+)
+verified_bytes_total = Counter(
+    "mirror_sink_verified_bytes", "Record bytes (keys, values, headers) verified equal.", VERIFY_LABELS
+)
+verify_unverifiable_records_total = Counter(
+    "mirror_sink_verify_unverifiable_records",
+    "Records that could not be verified: gone by compaction or retention, older than the syncs kept, or "
+    "skipped on purpose (never counted as mismatches).",
+    VERIFY_LABELS,
+)
 
 
 @dataclass(slots=True)

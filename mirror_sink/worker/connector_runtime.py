@@ -20,6 +20,7 @@ from mirror_sink.core.metrics import MIRROR
 from mirror_sink.core.reachability import CONNECT_TIMEOUT_S
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
+from mirror_sink.failover.background_verifier import BackgroundVerifier
 from mirror_sink.failover.checkpointer import CheckpointEmitter
 from mirror_sink.worker.cluster_watch import ClusterWatch
 from mirror_sink.worker.config_store import TargetState
@@ -89,6 +90,7 @@ class ConnectorRuntime:
         self._acl_sync: threading.Thread | None = None
         self._transition: threading.Thread | None = None
         self.checkpoints: CheckpointEmitter | None = None
+        self.verifier: BackgroundVerifier | None = None
         self.lag: LagMonitor | None = None
         self._closed = False  # after shutdown no task may start, whatever transition is still running
         #: Set by shutdown: every wait of a transition (for a cluster, between start attempts) ends at once.
@@ -210,6 +212,9 @@ class ConnectorRuntime:
             if cfg.emit_checkpoints and cfg.offset_syncs_partition is not None and self.checkpoints is None:
                 self.checkpoints = CheckpointEmitter(cfg)
                 self.checkpoints.start()
+            if cfg.verify_enabled and cfg.offset_syncs_partition is not None and self.verifier is None:
+                self.verifier = BackgroundVerifier(cfg)
+                self.verifier.start()
             if self.lag is None:
                 self.lag = LagMonitor(cfg, lambda: self.connector.mappings)
                 self.lag.start()
@@ -222,8 +227,11 @@ class ConnectorRuntime:
         with self._lock:
             tasks, self.tasks = self.tasks, []
             checkpoints, self.checkpoints = self.checkpoints, None
+            verifier, self.verifier = self.verifier, None
         if checkpoints is not None:
             checkpoints.stop()
+        if verifier is not None:
+            verifier.stop()
         for task in tasks:
             task.stop(0)  # every task starts finishing its cycle at once ...
         for task in tasks:  # ... then wait for each

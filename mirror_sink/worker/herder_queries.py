@@ -110,6 +110,18 @@ class HerderQueries:
         last = dict(monitor.last) if monitor is not None else {}
         return [PartitionLag(t, p, n, s) for (t, p), (n, s) in sorted(last.items())]
 
+    def verified(self, name: str) -> dict[tuple[str, int], int]:
+        """Per target partition, the target offset background verification has compared up to
+        (empty with verify.enabled=false or before its first round)."""
+        verifier = self.worker.running(name).verifier
+        positions = verifier.positions() if verifier is not None else {}
+        return {(tp.topic, tp.partition): offset for tp, offset in positions.items()}
+
+    def verify_mismatches(self, name: str) -> int:
+        """Mismatches background verification found in this process (0 when it is off)."""
+        verifier = self.worker.running(name).verifier
+        return verifier.mismatches if verifier is not None else 0
+
     def mirrored_records(self, name: str) -> int:
         """Records the connector has committed to the target in this process."""
         self.worker.running(name)  # NotFound for an unknown connector

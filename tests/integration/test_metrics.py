@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
-from devkafka.data import Rec, create_topic, produce
+from devkafka.data import Rec, create_topic, end_offsets, produce
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     MirrorProcess,
@@ -56,7 +56,12 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     app.commit(offsets=[TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 5)], asynchronous=False)
     app.close()  # a source group for the checkpoint series
     client = httpx.Client(base_url=worker.url, timeout=60)
-    checkpoints = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}
+    checkpoints = {
+        "emit.checkpoints.enabled": "true",
+        "emit.checkpoints.interval.seconds": "1",
+        "verify.enabled": "true",
+        "verify.interval.seconds": "1",
+    }
     config = {k: v for k, v in mirror_config(name, source, target, topic, **checkpoints).items() if k != "name"}
     assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201
     group = f"connect-{name}"
@@ -74,7 +79,19 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     wait_until(
         lambda: total(scrape(url), "mirror_sink_checkpoints_written_total", connector=name) > 0, 30, "a checkpoint"
     )
+    # Background verification reaches the end of every partition, with every record equal.
+    ends = end_offsets(target.bootstrap_servers, target_topic)
+
+    def verified_to_the_end() -> bool:
+        return total(scrape(url), "mirror_sink_verified_offset", connector=name, topic=target_topic) == sum(
+            ends.values()
+        )
+
+    wait_until(verified_to_the_end, 30, "verification at the target's end", interval=1)
     m = scrape(url)
+    assert total(m, "mirror_sink_verified_bytes_total", connector=name, topic=target_topic) > 0
+    assert total(m, "mirror_sink_verify_mismatches_total", connector=name) == 0
+    assert total(m, "mirror_sink_verify_unverifiable_records_total", connector=name) == 0
     # Every series the dashboard and the alert rules use exists on a live worker.
     missing = used_series() - set(m)
     assert not missing, f"the dashboard or alert rules use series the worker does not export: {sorted(missing)}"
@@ -112,6 +129,15 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     wait_until(lambda: lag_is(0), 60, "the lag back at 0", interval=1)
     caught_up = scrape(url)["mirror_sink_replication_lag_seconds"]
     assert [v for lab, v in caught_up if lab["topic"] == target_topic] == [0.0, 0.0]
+
+    # A record appended on the target by hand: the next verification round counts it, per partition.
+    produce(target.bootstrap_servers, target_topic, [Rec(b"k", b"forged", partition=1)])
+
+    def forged_found() -> bool:
+        return total(scrape(url), "mirror_sink_verify_mismatches_total", connector=name, partition="1") == 1
+
+    wait_until(forged_found, 30, "the forged record counted as a mismatch", interval=1)
+    assert total(scrape(url), "mirror_sink_verify_mismatches_total", connector=name, partition="0") == 0
 
 
 def test_run_serves_metrics_on_its_own_port(

@@ -19,7 +19,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import Rec, produce
+from devkafka.data import Rec, end_offsets, produce
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import TransactionalLoad, Unique, WorkerProcess, mirror_config
 
@@ -63,7 +63,8 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
     good, topic = unique("page"), source_topic("page", 2)
     TransactionalLoad(source.bootstrap_servers, topic, 2, 3000, per_txn=100, txn_id=f"{good}-l").start().join(120)
     client = httpx.Client(base_url=worker.url, timeout=60)
-    config = {k: v for k, v in mirror_config(good, source, target, topic).items() if k != "name"}
+    verify = {"verify.enabled": "true", "verify.interval.seconds": "1"}
+    config = {k: v for k, v in mirror_config(good, source, target, topic, **verify).items() if k != "name"}
     assert client.post("/connectors", json={"name": good, "config": config}).status_code == 201
 
     # A connector whose task must fail: a record larger than its target topic accepts.
@@ -88,6 +89,14 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
         )
     )
     assert "records/s" in _section(browser, good)
+    # Verified up to each target partition's end (background verification, verify.enabled).
+    ends = end_offsets(target.bootstrap_servers, f"source.{topic}")
+    wait.until(
+        lambda d: (
+            sorted(e.text for e in d.find_elements(By.CSS_SELECTOR, f'section[data-name="{good}"] td.verified'))
+            == sorted(str(e) for e in ends.values())
+        )
+    )
     # The failed task: its state, then its cause in its own words, then the traceback folded below.
     wait.until(lambda d: "FAILED" in _section(d, bad))
     cause = _first_text(browser, f'section[data-name="{bad}"] .task-cause')

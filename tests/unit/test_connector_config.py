@@ -527,3 +527,21 @@ def test_continue_is_refused_where_a_recreation_cannot_be_recorded(extra: dict[s
         assert errors == {}
     else:
         assert list(errors) == ["topic.recreation.policy"] and says in errors["topic.recreation.policy"][0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "refused"),
+    [
+        ({"emit.offset-syncs.enabled": "false"}, True),
+        ({"transaction.producer": "false"}, True),
+        ({}, False),
+    ],
+)
+def test_background_verification_needs_the_offset_syncs(extra: dict[str, str], refused: bool) -> None:
+    errors = MirrorSinkConfig.errors({**BASE, "verify.enabled": "true", **extra})
+    if refused:
+        assert list(errors) == ["verify.enabled"] and "emit.offset-syncs.enabled=true" in errors["verify.enabled"][0]
+    else:
+        assert errors == {}
+        parsed = MirrorSinkConfig.parse({**BASE, "verify.enabled": "true"})
+        assert (parsed.verify_interval_s, parsed.verify_max_bytes_per_second) == (60.0, 4 * 1024 * 1024)

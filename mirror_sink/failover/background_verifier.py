@@ -1,0 +1,117 @@
+"""``verify.enabled``: verification rounds in the background, into metrics, the log and the status page.
+
+One per connector, on a thread of its own beside the checkpoint emitter: every
+``verify.interval.seconds`` a round of ``mirror_sink.failover.verify.Verifier`` goes on from where the
+last one ended, reading at most ``verify.max.bytes.per.second``, so it never competes with mirroring.
+A mismatch is logged at WARNING with both sides' offsets and counted in
+``mirror_sink_verify_mismatches_total``; mirroring goes on (verification reports, it does not judge).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core.logs import context_logger
+from mirror_sink.core.metrics import (
+    verified_bytes_total,
+    verified_offset,
+    verify_mismatches_total,
+    verify_unverifiable_records_total,
+)
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.verify import Verifier, VerifyReport
+
+
+class BackgroundVerifier:
+    """Verification rounds for one connector, on a thread of its own."""
+
+    def __init__(self, config: MirrorSinkConfig) -> None:
+        self.config = config
+        self.log = context_logger(__name__, f"{config.name} verify", connector=config.name)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        #: Per target partition, the target offset compared up to (what the status page shows).
+        self._positions: dict[TargetPartition, int] = {}
+        self._mismatches = 0
+        self.rounds = 0
+
+    def start(self) -> None:
+        """Run rounds every ``verify.interval.seconds`` until ``stop``."""
+        self._thread = threading.Thread(target=self._run, name=f"verify-{self.config.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Ask the thread to end after its current round; it releases its clients itself."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                self.log.warning("verification round still running after %.0f s; it stops at its next read", timeout_s)
+
+    @property
+    def mismatches(self) -> int:
+        """Mismatches found since the connector started here."""
+        with self._lock:
+            return self._mismatches
+
+    def positions(self) -> dict[TargetPartition, int]:
+        """The target offset each partition is verified up to."""
+        with self._lock:
+            return dict(self._positions)
+
+    def _run(self) -> None:
+        cfg = self.config
+        verifier: Verifier | None = None
+        last_failure = ""
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    if verifier is None:
+                        verifier = Verifier(cfg, max_bytes_per_s=cfg.verify_max_bytes_per_second, say=self.log.debug)
+                    report = verifier.run()
+                    self._publish(report, verifier)
+                except Exception as exc:  # a cluster away for a while, a missing ACL: try again next round
+                    level = logging.DEBUG if str(exc) == last_failure else logging.WARNING
+                    self.log.log(
+                        level, "verification round failed (retrying every %.0f s): %s", cfg.verify_interval_s, exc
+                    )
+                    last_failure = str(exc)
+                else:
+                    last_failure = ""
+                self._stop.wait(max(0.0, cfg.verify_interval_s - (time.monotonic() - started)))
+        finally:
+            if verifier is not None:
+                verifier.close()
+
+    def _publish(self, report: VerifyReport, verifier: Verifier) -> None:
+        cfg = self.config
+        per_topic = cfg.metrics_aggregate == "topic"
+        offsets: dict[tuple[str, ...], int] = {}
+        for verdict in report.partitions:
+            tp = verdict.target
+            labels = (cfg.name, cfg.source_alias, cfg.target_alias, tp.topic, "all" if per_topic else str(tp.partition))
+            offsets[labels] = offsets.get(labels, 0) + verifier.next.get(tp, 0)
+            # Every series exists from the first round (at 0), so increase() and alerts see the first one.
+            verify_mismatches_total.labels(*labels).inc(verdict.mismatches)
+            verified_bytes_total.labels(*labels).inc(verdict.bytes)
+            verify_unverifiable_records_total.labels(*labels).inc(sum(verdict.unverifiable.values()))
+        for topic_labels, offset in offsets.items():
+            verified_offset.labels(*topic_labels).set(offset)
+        with self._lock:
+            self._positions.update(verifier.next)
+            self._mismatches += report.mismatches
+            self.rounds += 1
+        if report.mismatches:
+            self.log.warning(
+                "verification found %d mismatches in this round (%d records verified); first: %s",
+                report.mismatches,
+                report.verified,
+                report.first_mismatch,
+            )
+        else:
+            self.log.debug("verification round: %d records verified, 0 mismatches", report.verified)
