@@ -8,6 +8,7 @@ from typing import TypeAlias
 
 from mirror_sink import __version__
 from mirror_sink.cli import acls as acls_cli
+from mirror_sink.cli import drill as drill_cli
 from mirror_sink.cli import failback as failback_cli
 from mirror_sink.cli import failover as failover_cli
 from mirror_sink.cli import passwd as passwd_cli
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     failover_cli.add_parser(sub)
     failback_cli.add_parser(sub)
     verify_cli.add_parser(sub)
+    drill_cli.add_parser(sub)
     passwd_cli.add_parser(sub)
     acls_cli.add_parser(sub)
     return parser

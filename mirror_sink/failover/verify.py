@@ -287,6 +287,7 @@ class Verifier:
         *,
         max_bytes_per_s: float | None = None,
         topics: re.Pattern[str] | None = None,
+        tail: int | None = None,
         say: Callable[[str], None] = print,
     ) -> None:
         syncs = config.offset_syncs_partition
@@ -300,6 +301,8 @@ class Verifier:
         self.topics = topics
         self.say = say
         self.max_bytes_per_s = max_bytes_per_s
+        #: The first round's start per partition: the last ``tail`` target offsets (None: from the start).
+        self.tail = tail
         self._client_id = f"{config.name}-verify"
         self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         self._target = _consumer(config.target_consumer(), self._client_id)
@@ -328,7 +331,8 @@ class Verifier:
         report = VerifyReport(self.config.name)
         for n, tp in enumerate(chosen, 1):
             low, high = ends[tp]
-            start = max(low, self.next.get(tp, 0))
+            first = 0 if self.tail is None else max(0, high - self.tail)
+            start = max(low, self.next.get(tp, first))
             verdict = self._partition(index, tp, (start, high), rate)
             self.next[tp] = max(start, high)
             # Nothing below the next start is asked again: the index may forget it.
@@ -395,7 +399,7 @@ class Verifier:
                         if err.code() == KafkaError._PARTITION_EOF:
                             return
                         raise TaskFailure(f"reading {topic}-{partition} on the {role}: {err.str()}")
-                    rec = _record(msg)
+                    rec = record_of(msg)
                     if rec.offset >= end:
                         return
                     rate.take(rec.size)
@@ -406,7 +410,8 @@ class Verifier:
             consumer.unassign()
 
 
-def _record(msg: Message) -> Record:
+def record_of(msg: Message) -> Record:
+    """What is compared of a consumed record."""
     headers = msg.headers() or []
     pairs = headers.items() if isinstance(headers, dict) else headers
     kept: Headers = tuple((name, value if isinstance(value, bytes | None) else value.encode()) for name, value in pairs)

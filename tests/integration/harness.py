@@ -594,6 +594,11 @@ def run_failback(config: dict[str, str], workdir: Path, *args: str) -> subproces
     return _run_verb("failback", config, workdir, *args)
 
 
+def run_drill(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-sink drill`` for ``config`` with ``args``: its exit code and output."""
+    return _run_verb("drill", config, workdir, *args)
+
+
 def run_verify(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``mirror-sink verify`` for ``config`` with ``args``: its exit code and output."""
     return _run_verb("verify", config, workdir, *args)

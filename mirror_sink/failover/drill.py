@@ -1,0 +1,550 @@
+"""``mirror-sink drill``: a DR rehearsal while production runs, with a report kept on the target.
+
+It touches no real group and no real topic. In order:
+
+1. **The cut.** There is no atomic snapshot across partitions and clusters, so the cut is a window:
+   the source's last stable offsets, then the mirror's positions (its shadow group on the target),
+   then the offset syncs read to their end. The report gives the window's length.
+2. **RPO at the cut**, per partition and in total: the committed source records at or past the
+   mirror's position and below the source's end (read, so aborted transactions and markers do not
+   count), their bytes, and the age of the oldest (seconds of data a disaster would lose now).
+3. **Drill groups.** Each selected source group's committed offsets are translated exactly through
+   the offset syncs and committed into a copy on the target, ``mirror-sink-drill.{drill id}.{group}``
+   (the real group is never written). A group already past the mirror's position (it read records
+   the mirror has not copied: they are in the RPO) is placed at the mirror's end and said to be
+   ahead. Then a canary read: the first N records from each copy's committed offsets on the target
+   and from the group's offsets on the source, compared record by record: the copy starts at exactly
+   the record the source group would read next.
+4. **Time-to-ready**, in named parts: translate, commit, first canary read. It leaves out what no
+   tool can time for you: detecting the disaster, stopping producers, repointing clients.
+5. **verify** over the last ``--verify-last`` target offsets of every partition.
+6. **The report**: JSON with a versioned schema (``mirror-sink.drill/1``) and Markdown, kept in
+   ``mirror-sink-drills.{source alias}.internal`` on the target (compacted, one key per drill) so any
+   worker can serve it. The drill groups are deleted afterwards unless kept.
+
+A drill fails (exit 1) on any mismatch (canary or verify) or any group it cannot place.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.core import clients
+from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.core.offset_syncs import OffsetIndex
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.failover.groups import ClusterUnreachable, commit_offsets, committed_offsets, list_groups
+from mirror_sink.failover.readers import OffsetSyncReader
+from mirror_sink.failover.translation import source_partitions
+from mirror_sink.failover.verify import Record, Verifier, record_of
+
+SCHEMA = "mirror-sink.drill/1"
+_PROBE_S = 10.0
+_READ_S = 60.0
+
+
+class DrillRefused(Exception):
+    """The drill cannot run as asked (it names why); nothing was written."""
+
+
+def drills_topic(source_alias: str) -> str:
+    """The compacted topic on the target that keeps every drill's report, one key per drill."""
+    return f"mirror-sink-drills.{source_alias}.internal"
+
+
+def drill_group(drill_id: str, group: str) -> str:
+    """The target copy of ``group`` a drill places (and deletes afterwards unless kept)."""
+    return f"mirror-sink-drill.{drill_id}.{group}"
+
+
+@dataclass
+class PartitionRpo:
+    """What a disaster at the cut would lose on one partition."""
+
+    topic: str  # source
+    partition: int
+    mirrored_to: int  # the mirror's position: the next source offset it copies
+    source_end: int  # the source's last stable offset
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0  # age of the oldest unmirrored record at the cut
+
+
+@dataclass
+class Placement:
+    """One drill group's position on one partition, and what its canary read found."""
+
+    group: str
+    drill_group: str
+    topic: str  # target
+    partition: int
+    source_topic: str
+    source_offset: int
+    target_offset: int | None
+    outcome: str  # exact | ahead of the mirror | not placed | canary mismatch
+    canary_records: int = 0
+    detail: str = ""
+
+
+@dataclass
+class DrillReport:
+    """Everything a drill measured (``SCHEMA``)."""
+
+    drill_id: str
+    connector: str
+    started: str
+    window_s: float = 0.0
+    rpo: list[PartitionRpo] = field(default_factory=list)
+    placements: list[Placement] = field(default_factory=list)
+    timings_s: dict[str, float] = field(default_factory=dict)
+    verify: dict[str, Any] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    kept_groups: bool = False
+
+    @property
+    def passed(self) -> bool:
+        """No mismatch and every group placed."""
+        return not self.failures
+
+    def totals(self) -> dict[str, float]:
+        """RPO in total: records, bytes, and the oldest record's age."""
+        return {
+            "records": sum(r.records for r in self.rpo),
+            "bytes": sum(r.bytes for r in self.rpo),
+            "seconds": max((r.seconds for r in self.rpo), default=0.0),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report."""
+        return {
+            "schema": SCHEMA,
+            "drill_id": self.drill_id,
+            "connector": self.connector,
+            "started": self.started,
+            "outcome": "passed" if self.passed else "failed",
+            "failures": self.failures,
+            "cut_window_s": round(self.window_s, 3),
+            "rpo": {"total": self.totals(), "partitions": [asdict(r) for r in self.rpo]},
+            "time_to_ready_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+            "time_to_ready_leaves_out": "detecting the disaster, stopping producers, repointing clients",
+            "groups": [asdict(p) for p in self.placements],
+            "verify": self.verify,
+            "drill_groups_kept": self.kept_groups,
+        }
+
+    def to_json(self) -> str:
+        """``to_dict`` as JSON."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def markdown(self) -> str:
+        """The human-readable report."""
+        total = self.totals()
+        outcome = "PASSED" if self.passed else "FAILED"
+        lines = [
+            f"# DR drill {self.drill_id} of {self.connector}: {outcome}",
+            "",
+            f"Started {self.started}; the cut was read within {self.window_s:.3f} s.",
+            "",
+            f"**RPO at the cut:** {total['records']:.0f} records, {total['bytes']:.0f} bytes, "
+            f"{total['seconds']:.1f} s of data not yet mirrored.",
+            "",
+            "| source partition | mirrored to | source end | records | bytes | seconds |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {r.topic}-{r.partition} | {r.mirrored_to} | {r.source_end} | {r.records} | {r.bytes} "
+            f"| {r.seconds:.1f} |"
+            for r in self.rpo
+        ]
+        parts = ", ".join(f"{k} {v:.3f} s" for k, v in self.timings_s.items())
+        lines += [
+            "",
+            f"**Time to ready:** {parts or '-'} (leaves out detecting the disaster, stopping producers, "
+            "repointing clients).",
+            "",
+        ]
+        if self.placements:
+            lines += [
+                "| group | drill copy | target partition | source offset | target offset | canary | outcome |",
+                "| --- | --- | --- | ---: | ---: | ---: | --- |",
+            ]
+            lines += [
+                f"| {p.group} | {p.drill_group} | {p.topic}-{p.partition} | {p.source_offset} | "
+                f"{'-' if p.target_offset is None else p.target_offset} | {p.canary_records} | {p.outcome}"
+                f"{': ' + p.detail if p.detail else ''} |"
+                for p in self.placements
+            ]
+        else:
+            lines.append("No consumer group was selected: no drill group placed.")
+        if self.verify:
+            lines += [
+                "",
+                f"**verify** (last offsets of each partition): {self.verify.get('verified', 0)} records verified, "
+                f"{self.verify.get('mismatches', 0)} mismatches, "
+                f"{sum(self.verify.get('unverifiable', {}).values())} unverifiable.",
+            ]
+        if self.failures:
+            lines += ["", "**Failures:**", *(f"- {f}" for f in self.failures)]
+        return "\n".join(lines)
+
+
+class Drill:
+    """One rehearsal of a failover for one connector."""
+
+    def __init__(
+        self,
+        config: MirrorSinkConfig,
+        *,
+        groups: str | None = None,
+        canary: int = 10,
+        verify_last: int = 1000,
+        keep: bool = False,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        if config.offset_syncs_partition is None:
+            raise ConfigError(
+                "emit.offset-syncs.enabled",
+                f"connector {config.name} writes no offset syncs: a drill translates groups and verifies through "
+                "them (emit.offset-syncs.enabled=true and transaction.producer=true, the defaults)",
+            )
+        self.config = config
+        self.pattern = re.compile(groups) if groups else None
+        self.canary = canary
+        self.verify_last = verify_last
+        self.keep = keep
+        self.say = say
+        self._client_id = f"{config.name}-drill"
+
+    def run(self) -> DrillReport:
+        """Run the drill; the report says how it went (``passed``). DrillRefused before anything is
+        written when the source does not answer or no group matches."""
+        cfg = self.config
+        now = datetime.datetime.now(datetime.UTC)
+        drill_id = f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+        report = DrillReport(drill_id, cfg.name, now.isoformat(timespec="seconds"), kept_groups=self.keep)
+        source_admin = clients.admin(cfg.source_admin(), self._client_id)
+        try:
+            listed = list_groups(source_admin, "source", _PROBE_S)
+        except ClusterUnreachable as exc:
+            raise DrillRefused(
+                f"the source cluster {cfg.source_bootstrap} does not answer ({exc}): a drill cannot measure the RPO "
+                "without it, and reports none rather than a false one"
+            ) from exc
+        selected = self._select(listed)
+        index, ends, mirrored = self._cut(report)
+        self._measure_rpo(report, index, ends, mirrored)
+        placed = self._place(report, index, mirrored, selected)
+        try:
+            self._canary(report, placed)
+        finally:
+            if not self.keep:
+                self._delete(sorted({p.drill_group for p in report.placements}))
+        self._verify(report)
+        self._keep_report(report)
+        return report
+
+    # -- selection and the cut ---------------------------------------------------------------------
+    def _select(self, listed: Mapping[str, str]) -> list[str]:
+        cfg = self.config
+        own = {cfg.shadow_group_id, cfg.source_group_id}
+        if self.pattern is not None:
+            chosen = sorted(g for g in listed if self.pattern.fullmatch(g) and g not in own)
+            if not chosen:
+                raise DrillRefused(
+                    f"no consumer group on the source matches {self.pattern.pattern!r} "
+                    f"(groups: {', '.join(sorted(listed)[:20]) or 'none'})"
+                )
+            return chosen
+        accepts = cfg.group_filter().accepts
+        return sorted(g for g in listed if accepts(g) and g not in own)
+
+    def _cut(self, report: DrillReport) -> tuple[OffsetIndex, dict[TargetPartition, int], dict[TargetPartition, int]]:
+        """Source ends, then the mirror's positions, then the syncs to their end, timed."""
+        cfg = self.config
+        syncs = cfg.offset_syncs_partition
+        assert syncs is not None  # checked in __init__
+        reader = OffsetSyncReader(cfg.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+        try:
+            index = reader.catch_up()  # which partitions are mirrored (before the window opens)
+            targets = source_partitions(index)
+            started = time.monotonic()
+            source = _reader(cfg.source_consumer(), self._client_id)
+            try:
+                ends = {
+                    tp: _end(source, topic, partition, "source") for (topic, partition), tp in sorted(targets.items())
+                }
+            finally:
+                source.close()
+            shadow = committed_offsets(
+                cfg.target_consumer(), cfg.shadow_group_id, sorted(targets.values()), self._client_id, "target"
+            )
+            index = reader.catch_up()
+            report.window_s = time.monotonic() - started
+        finally:
+            reader.close()
+        mirrored = {tp: shadow.get(tp, 0) for tp in ends}
+        return index, ends, mirrored
+
+    def _measure_rpo(
+        self,
+        report: DrillReport,
+        index: OffsetIndex,
+        ends: Mapping[TargetPartition, int],
+        mirrored: Mapping[TargetPartition, int],
+    ) -> None:
+        cfg = self.config
+        cut_ms = time.time() * 1000
+        source = _reader(cfg.source_consumer(), self._client_id)
+        try:
+            for tp, end in sorted(ends.items()):
+                topic = index.source_topics[tp]
+                rpo = PartitionRpo(topic, tp.partition, mirrored[tp], end)
+                oldest: int | None = None
+                for rec in _read(source, SourcePartition(topic, tp.partition), mirrored[tp], end, "source"):
+                    rpo.records += 1
+                    rpo.bytes += rec.size
+                    oldest = rec.timestamp if oldest is None else min(oldest, rec.timestamp)
+                if oldest is not None:
+                    rpo.seconds = max(0.0, (cut_ms - oldest) / 1000)
+                report.rpo.append(rpo)
+        finally:
+            source.close()
+        total = report.totals()
+        self.say(
+            f"RPO at the cut (read within {report.window_s:.3f} s): {total['records']:.0f} records, "
+            f"{total['bytes']:.0f} bytes, {total['seconds']:.1f} s not yet mirrored"
+        )
+
+    # -- drill groups --------------------------------------------------------------------------------
+    def _place(
+        self, report: DrillReport, index: OffsetIndex, mirrored: Mapping[TargetPartition, int], selected: list[str]
+    ) -> list[Placement]:
+        cfg = self.config
+        targets = source_partitions(index)
+        started = time.monotonic()
+        by_group: dict[str, dict[tuple[str, int], int]] = {}
+        for group in selected:
+            committed = committed_offsets(cfg.source_consumer(), group, list(targets), self._client_id, "source")
+            copy = drill_group(report.drill_id, group)
+            for (topic, partition), offset in sorted(committed.items()):
+                tp = targets[(topic, partition)]
+                ahead = offset > mirrored[tp]
+                at = index.translate(tp, mirrored[tp] if ahead else offset)
+                if at is None:
+                    outcome, detail = "not placed", "no exact target offset (syncs expired or a skipped range)"
+                    report.failures.append(f"{group} on {topic}-{partition} at {offset}: {detail}")
+                elif ahead:
+                    outcome, detail = "ahead of the mirror", f"{offset - mirrored[tp]} source offsets in the RPO"
+                else:
+                    outcome, detail = "exact", ""
+                report.placements.append(
+                    Placement(group, copy, tp.topic, tp.partition, topic, offset, at, outcome, detail=detail)
+                )
+                if at is not None:
+                    by_group.setdefault(copy, {})[(tp.topic, tp.partition)] = at
+        report.timings_s["translate"] = time.monotonic() - started
+        started = time.monotonic()
+        for copy, offsets in by_group.items():
+            commit_offsets(cfg.target_consumer(), copy, offsets, self._client_id)
+        report.timings_s["commit"] = time.monotonic() - started
+        self.say(f"placed {len(by_group)} drill groups on the target ({len(report.placements)} partitions)")
+        return [p for p in report.placements if p.target_offset is not None]
+
+    def _canary(self, report: DrillReport, placed: list[Placement]) -> None:
+        """Read N records from each copy's committed offsets and from the group's on the source; compare."""
+        cfg = self.config
+        if not placed:
+            return
+        started = time.monotonic()
+        first_read: float | None = None
+        target = _reader(cfg.target_consumer(), self._client_id)
+        source = _reader(cfg.source_consumer(), self._client_id)
+        try:
+            stored: dict[str, dict[tuple[str, int], int]] = {}
+            for p in placed:
+                if p.drill_group not in stored:
+                    parts = sorted({(q.topic, q.partition) for q in placed if q.drill_group == p.drill_group})
+                    stored[p.drill_group] = committed_offsets(
+                        cfg.target_consumer(), p.drill_group, parts, self._client_id, "target"
+                    )
+                at = stored[p.drill_group].get((p.topic, p.partition))
+                if at is None or at != p.target_offset:
+                    p.outcome, p.detail = "not placed", f"the copy holds {at}, not {p.target_offset}"
+                    report.failures.append(f"{p.drill_group} on {p.topic}-{p.partition}: {p.detail}")
+                    continue
+                got = _take(target, (p.topic, p.partition), at, self.canary)
+                if first_read is None:
+                    first_read = time.monotonic() - started
+                if p.outcome != "exact":
+                    continue  # ahead: what it would read next on the source is in the RPO
+                want = _take(source, (p.source_topic, p.partition), p.source_offset, len(got) or self.canary)
+                p.canary_records = len(got)
+                difference = _first_difference(got, want)
+                if difference is not None:
+                    p.outcome, p.detail = "canary mismatch", difference
+                    report.failures.append(f"{p.drill_group} on {p.topic}-{p.partition}: {difference}")
+        finally:
+            target.close()
+            source.close()
+        report.timings_s["first canary read"] = first_read if first_read is not None else 0.0
+
+    def _delete(self, groups: list[str]) -> None:
+        if not groups:
+            return
+        admin = clients.admin(self.config.target_admin(), self._client_id)
+        for group, future in admin.delete_consumer_groups(groups, request_timeout=30).items():
+            try:
+                future.result(30)
+            except KafkaException as exc:
+                self.say(f"could not delete drill group {group}: {exc.args[0].str()} (delete it by hand)")
+        self.say(f"deleted {len(groups)} drill groups")
+
+    # -- verify and the report ---------------------------------------------------------------------
+    def _verify(self, report: DrillReport) -> None:
+        if self.verify_last <= 0:
+            return
+        verifier = Verifier(self.config, tail=self.verify_last, say=lambda _: None)
+        try:
+            result = verifier.run()
+        finally:
+            verifier.close()
+        report.verify = {
+            "last_offsets_per_partition": self.verify_last,
+            "verified": result.verified,
+            "mismatches": result.mismatches,
+            "unverifiable": dict(result.unverifiable),
+            "first_mismatch": None if result.first_mismatch is None else str(result.first_mismatch),
+        }
+        if result.mismatches:
+            report.failures.append(f"verify: {result.mismatches} mismatches, first {result.first_mismatch}")
+
+    def _keep_report(self, report: DrillReport) -> None:
+        cfg = self.config
+        topic = drills_topic(cfg.source_alias)
+        admin = clients.admin(cfg.target_admin(), self._client_id)
+        new = NewTopic(topic, 1, cfg.offset_syncs_replication_factor, config={"cleanup.policy": "compact"})
+        try:
+            admin.create_topics([new], operation_timeout=30)[topic].result(30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TaskFailure(f"cannot create {topic} on the target: {exc.args[0].str()}") from exc
+        producer = Producer({**cfg.target_producer(), "logger": LIBRDKAFKA_LOG, "client.id": self._client_id})
+        failed: list[str] = []
+        producer.produce(
+            topic,
+            key=f"{cfg.name}/{report.drill_id}".encode(),
+            value=report.to_json().encode(),
+            on_delivery=lambda err, _msg: failed.append(err.str()) if err is not None else None,
+        )
+        producer.flush(30)
+        if failed:
+            raise TaskFailure(f"cannot keep the drill report in {topic}: {failed[0]}")
+        self.say(f"report kept in {topic} under {cfg.name}/{report.drill_id}")
+
+
+def read_drills(target_props: Mapping[str, str], topic: str, connector: str, client_id: str) -> list[dict[str, Any]]:
+    """Every drill report of ``connector`` kept in ``topic``, oldest first."""
+    consumer = _reader(target_props, client_id)
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        low, high = _end_range(consumer, topic, 0)
+        for rec in _read(consumer, SourcePartition(topic, 0), low, high, "target"):
+            key = (rec.key or b"").decode(errors="replace")
+            if not key.startswith(f"{connector}/") or rec.value is None:
+                continue
+            try:
+                found[key] = json.loads(rec.value)
+            except ValueError:
+                continue
+    finally:
+        consumer.close()
+    return sorted(found.values(), key=lambda d: str(d.get("started", "")))
+
+
+def _first_difference(got: list[Record], want: list[Record]) -> str | None:
+    if len(got) != len(want):
+        return f"read {len(got)} records on the target and {len(want)} on the source"
+    for g, w in zip(got, want, strict=True):
+        what = g.difference(w)
+        if what is not None:
+            return f"target offset {g.offset} vs source offset {w.offset}: {what}"
+    return None
+
+
+def _reader(props: Mapping[str, str], client_id: str) -> Consumer:
+    return Consumer(
+        {
+            **props,
+            "logger": LIBRDKAFKA_LOG,
+            "client.id": client_id,
+            "group.id": f"{client_id}-unused",  # assigned, never joined or committed
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
+def _end(consumer: Consumer, topic: str, partition: int, role: str) -> int:
+    return _end_range(consumer, topic, partition, role)[1]
+
+
+def _end_range(consumer: Consumer, topic: str, partition: int, role: str = "target") -> tuple[int, int]:
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
+    except KafkaException as exc:
+        raise TaskFailure(f"cannot read the offsets of {topic}-{partition} on the {role}: {exc.args[0].str()}") from exc
+    return int(low), int(high)
+
+
+def _read(consumer: Consumer, tp: SourcePartition, start: int, end: int, role: str) -> list[Record]:
+    """The committed records of ``tp`` in ``[start, end)``."""
+    return list(_take(consumer, tp, start, None, end=end, role=role))
+
+
+def _take(
+    consumer: Consumer,
+    tp: tuple[str, int],
+    start: int,
+    count: int | None,
+    *,
+    end: int | None = None,
+    role: str = "",
+) -> list[Record]:
+    """Up to ``count`` committed records of ``tp`` from ``start`` (below ``end``, or to the partition's end)."""
+    topic, partition = tp
+    if end is not None and start >= end:
+        return []
+    out: list[Record] = []
+    consumer.assign([TopicPartition(topic, partition, start)])
+    deadline = time.monotonic() + _READ_S
+    try:
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(500, 0.5):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        return out
+                    raise TaskFailure(f"reading {topic}-{partition}{' on the ' + role if role else ''}: {err.str()}")
+                rec = record_of(msg)
+                if end is not None and rec.offset >= end:
+                    return out
+                out.append(rec)
+                if (count is not None and len(out) >= count) or (end is not None and rec.offset + 1 >= end):
+                    return out
+        raise TaskFailure(f"reading {topic}-{partition}: no end within {_READ_S:.0f} s")
+    finally:
+        consumer.unassign()

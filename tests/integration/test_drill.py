@@ -1,0 +1,126 @@
+"""``mirror-sink drill`` on a live mirror: its RPO is what the test left unmirrored at the cut, its
+drill groups start at exactly the right records, the real groups are untouched, nothing is left
+behind, and the report is kept on the target. Bad input gets a clear message and exit code."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from functools import partial
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from devkafka.backends import KafkaEndpoint
+from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
+from mirror_sink.failover.drill import SCHEMA, drills_topic
+from tests.integration.conftest import MirrorFactory
+from tests.integration.harness import (
+    TransactionalLoad,
+    Unique,
+    commit_group_offsets,
+    mirror_config,
+    run_drill,
+    shadow_caught_up,
+    wait_until,
+)
+
+PARTITIONS = 3
+UNMIRRORED = 10  # per partition, written while the mirror is stalled
+
+
+def _groups_on(bootstrap: str) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return {g.group_id for g in admin.list_consumer_groups(request_timeout=30).result(35).valid}
+
+
+def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exactly(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+) -> None:
+    topic, name, alias = unique("drill"), unique("drill"), unique("drillsrc")
+    mid, ahead = unique("drillapp-mid"), unique("drillapp-ahead")
+    target_topic = f"{alias}.{topic}"
+    create_topic(source.bootstrap_servers, topic, PARTITIONS)
+    TransactionalLoad(
+        source.bootstrap_servers, topic, PARTITIONS, 600, per_txn=40, abort_every=3, txn_id=name
+    ).start().join(60)
+    config = mirror_config(name, source, target, topic, **{"source.cluster.alias": alias})
+    proc = mirror(config).start()
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "mirrored")
+        # Stall the mirror (SIGSTOP: alive, not reading), then write what it has not copied at the cut.
+        proc.signal(signal.SIGSTOP)
+        now = int(time.time() * 1000)
+        late = [Rec(b"late", b"late-%d" % i, (), now + i, i % PARTITIONS) for i in range(UNMIRRORED * PARTITIONS)]
+        produce(source.bootstrap_servers, topic, late)
+        data = read_all(source.bootstrap_servers, topic)
+        halves = {p: data[p][len(data[p]) // 3].offset for p in range(PARTITIONS)}
+        commit_group_offsets(source.bootstrap_servers, mid, {(topic, p): o for p, o in halves.items()})
+        ends = end_offsets(source.bootstrap_servers, topic)
+        commit_group_offsets(source.bootstrap_servers, ahead, {(topic, p): e for p, e in ends.items()})
+        time.sleep(1)  # the late records are a second old at the cut
+
+        report_path, markdown = tmp_path / "drill.json", tmp_path / "drill.md"
+        result = run_drill(
+            config, tmp_path, "--groups", f"{mid}|{ahead}", "--canary", "5", "--report", str(report_path),
+            "--markdown", str(markdown),
+        )  # fmt: skip
+    finally:
+        proc.signal(signal.SIGCONT)
+        assert proc.stop() == 0, proc.log_tail()
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(report_path.read_text())
+    assert report["schema"] == SCHEMA and report["outcome"] == "passed", result.stdout
+    assert markdown.read_text().startswith(f"# DR drill {report['drill_id']} of {name}: PASSED")
+
+    # RPO: exactly what was written while the mirror was stalled.
+    rpo = report["rpo"]
+    assert rpo["total"]["records"] == UNMIRRORED * PARTITIONS, result.stdout
+    assert {r["partition"]: r["records"] for r in rpo["partitions"]} == dict.fromkeys(range(PARTITIONS), UNMIRRORED)
+    assert rpo["total"]["bytes"] == sum(len(r.key or b"") + len(r.value or b"") for r in late)
+    assert rpo["total"]["seconds"] >= 1.0
+    assert report["cut_window_s"] < 10
+    assert set(report["time_to_ready_s"]) == {"translate", "commit", "first canary read"}
+
+    # Each drill copy of mid starts at exactly the record mid reads next on the source.
+    landed = read_all(target.bootstrap_servers, target_topic)
+    placed = {(g["group"], g["partition"]): g for g in report["groups"]}
+    for p in range(PARTITIONS):
+        g = placed[(mid, p)]
+        assert g["outcome"] == "exact" and g["canary_records"] == 5, g
+        first_on_target = next(r for r in landed[p] if r.offset >= g["target_offset"])
+        first_on_source = next(r for r in data[p] if r.offset >= halves[p])
+        assert first_on_target.content() == first_on_source.content(), f"partition {p}"
+        behind = placed[(ahead, p)]
+        assert (
+            behind["outcome"] == "ahead of the mirror" and behind["detail"] == f"{UNMIRRORED} source offsets in the RPO"
+        )
+        # After the last mirrored record (before its transaction's marker): nothing mirrored is skipped.
+        assert behind["target_offset"] == landed[p][-1].offset + 1
+    assert report["verify"]["mismatches"] == 0 and report["verify"]["verified"] > 0
+
+    # The real groups untouched, on both clusters; no drill group left behind.
+    assert committed_offsets(source.bootstrap_servers, mid, [(topic, p) for p in range(PARTITIONS)]) == {
+        (topic, p): o for p, o in halves.items()
+    }
+    on_target = _groups_on(target.bootstrap_servers)
+    assert mid not in on_target and ahead not in on_target
+    assert not [g for g in on_target if g.startswith(f"mirror-sink-drill.{report['drill_id']}")], on_target
+    # The report is kept on the target, one key per drill.
+    kept = read_all(target.bootstrap_servers, drills_topic(alias)).get(0, [])
+    assert [json.loads(r.value or b"{}")["drill_id"] for r in kept] == [report["drill_id"]]
+
+
+def test_a_drill_says_why_it_cannot_run(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    topic = unique("drillbad")
+    create_topic(source.bootstrap_servers, topic, 1)
+    config = mirror_config(unique("drillbad"), source, target, topic)
+    unknown = run_drill(config, tmp_path, "--groups", "no-such-group-.*")
+    assert unknown.returncode == 1 and "no consumer group on the source matches 'no-such-group-.*'" in unknown.stdout
+    gone = run_drill({**config, "source.cluster.bootstrap.servers": "127.0.0.1:1"}, tmp_path)
+    assert gone.returncode == 1 and "cannot measure the RPO" in gone.stdout, gone.stdout + gone.stderr
+    off = run_drill({**config, "emit.offset-syncs.enabled": "false"}, tmp_path)
+    assert off.returncode == 2 and "emit.offset-syncs.enabled" in off.stdout, off.stdout + off.stderr
