@@ -9,15 +9,16 @@ DESCRIBE (and ALTER_CONFIGS implies DESCRIBE_CONFIGS), so they are not listed tw
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.checkpoints import checkpoints_topic
+from mirror_sink.core.drills import DRILL_GROUP_PREFIX, drills_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
 
 Cluster = Literal["source", "target"]
-Operation = Literal["READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER"]
+Operation = Literal["READ", "WRITE", "CREATE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER"]
 ResourceType = Literal["TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER"]
 Pattern = Literal["LITERAL", "PREFIXED"]
 
@@ -153,3 +154,25 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             )
         )  # fmt: skip
     return acls
+
+
+def verify_and_drill_acls(config: MirrorSinkConfig) -> list[RequiredAcl]:
+    """What ``mirror-sink verify`` and ``mirror-sink drill`` need beyond ``required_acls`` (the same
+    principal; they read the source and target topics the mirror reads already)."""
+    syncs = offset_syncs_topic(config.source_alias)
+    drills = drills_topic(config.source_alias)
+    prefix = DRILL_GROUP_PREFIX
+    acls = [
+        RequiredAcl("target", "READ", "TOPIC", syncs, "LITERAL", "verify and drill: read the offset map"),
+        RequiredAcl(
+            "source", "DESCRIBE", "GROUP", "*", "LITERAL",
+            "drill: read the source groups' offsets (narrow it to the groups you rehearse)",
+        ),
+        RequiredAcl("target", "READ", "GROUP", prefix, "PREFIXED", "drill: place and read the drill groups"),
+        RequiredAcl("target", "DELETE", "GROUP", prefix, "PREFIXED", "drill: delete the drill groups"),
+        RequiredAcl("target", "CREATE", "TOPIC", drills, "LITERAL", "drill: create the topic that keeps the reports"),
+        RequiredAcl("target", "WRITE", "TOPIC", drills, "LITERAL", "drill: keep its report"),
+        RequiredAcl("target", "READ", "TOPIC", drills, "LITERAL", "GET /connectors/{name}/drills: read the reports"),
+    ]  # fmt: skip
+    # Not needed to mirror: "optional" in the table, for the principal that runs verify and drill.
+    return [replace(a, required=False) for a in acls]

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.required_acls import required_acls
+from connectors.required_acls import required_acls, verify_and_drill_acls
 from connectors.topic_provisioner import TopicProvisioner
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import principal_of
@@ -23,7 +23,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "acls",
         help="print the ACLs the connector's principal needs on each cluster",
         description="The least-privilege ACLs for a connector config: a table, then kafka-acls.sh commands. "
-        "Source topics come from --topics, or from the source cluster (listing it with the config's settings).",
+        "Source topics come from --topics, or from the source cluster (listing it with the config's settings). "
+        "The last rows (optional) are what mirror-sink verify and drill need besides.",
     )
     p.add_argument("config", type=Path, help="the connector config (Connect JSON or .properties)")
     p.add_argument("--topics", help="comma-separated source topics (default: those the config mirrors now)")
@@ -47,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
         except TaskFailure as exc:
             log.error("cannot list the source topics (give them with --topics): %s", exc)
             return 1
-    acls = required_acls(config, topics)
+    acls = required_acls(config, topics) + verify_and_drill_acls(config)
     principals = {"source": principal_of(config.source_admin()), "target": principal_of(config.target_admin())}
     print(f"{'cluster':<7} {'operation':<16} {'resource':<17} {'name':<48} {'pattern':<8} {'needed':<8} why")
     for a in acls:

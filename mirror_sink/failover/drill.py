@@ -42,13 +42,14 @@ from confluent_kafka.admin import NewTopic
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.drills import drill_group, drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.failover.groups import ClusterUnreachable, commit_offsets, committed_offsets, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader
+from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, unused_group_error
 from mirror_sink.failover.translation import source_partitions
-from mirror_sink.failover.verify import Record, Verifier, record_of
+from mirror_sink.failover.verify import Record, Verifier, mirrored_by, record_of
 
 SCHEMA = "mirror-sink.drill/1"
 _PROBE_S = 10.0
@@ -57,16 +58,6 @@ _READ_S = 60.0
 
 class DrillRefused(Exception):
     """The drill cannot run as asked (it names why); nothing was written."""
-
-
-def drills_topic(source_alias: str) -> str:
-    """The compacted topic on the target that keeps every drill's report, one key per drill."""
-    return f"mirror-sink-drills.{source_alias}.internal"
-
-
-def drill_group(drill_id: str, group: str) -> str:
-    """The target copy of ``group`` a drill places (and deletes afterwards unless kept)."""
-    return f"mirror-sink-drill.{drill_id}.{group}"
 
 
 @dataclass
@@ -255,6 +246,11 @@ class Drill:
         self._keep_report(report)
         return report
 
+    def _own(self, index: OffsetIndex) -> dict[tuple[str, int], TargetPartition]:
+        """The synced partitions this connector mirrors (the syncs topic is shared per source alias)."""
+        own = mirrored_by(self.config)
+        return {sp: tp for sp, tp in source_partitions(index).items() if own(tp, sp[0])}
+
     # -- selection and the cut ---------------------------------------------------------------------
     def _select(self, listed: Mapping[str, str]) -> list[str]:
         cfg = self.config
@@ -278,9 +274,9 @@ class Drill:
         reader = OffsetSyncReader(cfg.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         try:
             index = reader.catch_up()  # which partitions are mirrored (before the window opens)
-            targets = source_partitions(index)
+            targets = self._own(index)
             started = time.monotonic()
-            source = _reader(cfg.source_consumer(), self._client_id)
+            source = assigned_reader(cfg.source_consumer(), self._client_id, eof=True)
             try:
                 ends = {
                     tp: _end(source, topic, partition, "source") for (topic, partition), tp in sorted(targets.items())
@@ -306,7 +302,7 @@ class Drill:
     ) -> None:
         cfg = self.config
         cut_ms = time.time() * 1000
-        source = _reader(cfg.source_consumer(), self._client_id)
+        source = assigned_reader(cfg.source_consumer(), self._client_id, eof=True)
         try:
             for tp, end in sorted(ends.items()):
                 topic = index.source_topics[tp]
@@ -332,7 +328,7 @@ class Drill:
         self, report: DrillReport, index: OffsetIndex, mirrored: Mapping[TargetPartition, int], selected: list[str]
     ) -> list[Placement]:
         cfg = self.config
-        targets = source_partitions(index)
+        targets = self._own(index)
         started = time.monotonic()
         by_group: dict[str, dict[tuple[str, int], int]] = {}
         for group in selected:
@@ -369,8 +365,8 @@ class Drill:
             return
         started = time.monotonic()
         first_read: float | None = None
-        target = _reader(cfg.target_consumer(), self._client_id)
-        source = _reader(cfg.source_consumer(), self._client_id)
+        target = assigned_reader(cfg.target_consumer(), self._client_id, eof=True)
+        source = assigned_reader(cfg.source_consumer(), self._client_id, eof=True)
         try:
             stored: dict[str, dict[tuple[str, int], int]] = {}
             for p in placed:
@@ -456,7 +452,7 @@ class Drill:
 
 def read_drills(target_props: Mapping[str, str], topic: str, connector: str, client_id: str) -> list[dict[str, Any]]:
     """Every drill report of ``connector`` kept in ``topic``, oldest first."""
-    consumer = _reader(target_props, client_id)
+    consumer = assigned_reader(target_props, client_id, eof=True)
     found: dict[str, dict[str, Any]] = {}
     try:
         low, high = _end_range(consumer, topic, 0)
@@ -481,21 +477,6 @@ def _first_difference(got: list[Record], want: list[Record]) -> str | None:
         if what is not None:
             return f"target offset {g.offset} vs source offset {w.offset}: {what}"
     return None
-
-
-def _reader(props: Mapping[str, str], client_id: str) -> Consumer:
-    return Consumer(
-        {
-            **props,
-            "logger": LIBRDKAFKA_LOG,
-            "client.id": client_id,
-            "group.id": f"{client_id}-unused",  # assigned, never joined or committed
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
 
 
 def _end(consumer: Consumer, topic: str, partition: int, role: str) -> int:
@@ -536,6 +517,8 @@ def _take(
             for msg in consumer.consume(500, 0.5):
                 err = msg.error()
                 if err is not None:
+                    if unused_group_error(err):
+                        continue
                     if err.code() == KafkaError._PARTITION_EOF:
                         return out
                     raise TaskFailure(f"reading {topic}-{partition}{' on the ' + role if role else ''}: {err.str()}")

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from mirror_sink.core.checkpoints import Checkpoint
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 _PRUNE_EVERY = 100_000
 
 
-def _reader(props: Mapping[str, str], client_id: str, isolation: str) -> Consumer:
+def assigned_reader(
+    props: Mapping[str, str], client_id: str, isolation: str = "read_committed", *, eof: bool = False
+) -> Consumer:
+    """A consumer for ``assign`` only: it never joins or commits its group (librdkafka wants one)."""
     return Consumer(
         {
             **props,
@@ -30,10 +33,17 @@ def _reader(props: Mapping[str, str], client_id: str, isolation: str) -> Consume
             "group.id": f"{client_id}-unused",  # never joined, never committed
             "isolation.level": isolation,
             "enable.auto.commit": False,
-            "enable.partition.eof": False,
+            "enable.partition.eof": eof,
             "auto.offset.reset": "earliest",
         }
     )
+
+
+def unused_group_error(err: KafkaError) -> bool:
+    """An error about the reader's own group, which it never uses: librdkafka still looks up its
+    coordinator, and a principal with no ACL on that group (least privilege) gets
+    GROUP_AUTHORIZATION_FAILED. Fetching is not affected; the error is not the reader's."""
+    return err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
 class _TopicReader:
@@ -42,7 +52,7 @@ class _TopicReader:
     def __init__(self, props: Mapping[str, str], topic: str, client_id: str, isolation: str) -> None:
         self.topic = topic
         self.tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
-        self.consumer = _reader(props, client_id, isolation)
+        self.consumer = assigned_reader(props, client_id, isolation)
         self.consumer.assign([self.tp])
         self.position = 0
 
@@ -66,6 +76,8 @@ class _TopicReader:
             for msg in self.consumer.consume(10_000, 0.5):
                 err = msg.error()
                 if err is not None:
+                    if unused_group_error(err):
+                        continue
                     raise TaskFailure(f"reading {self.topic} on the target: {err.str()}")
                 yield msg.key() or b"", msg.value() or b"", msg.timestamp()[1]
             positions = self.consumer.position([TopicPartition(self.topic, 0)])

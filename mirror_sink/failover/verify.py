@@ -29,17 +29,16 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex, SyncRun
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.failover.readers import OffsetSyncReader
+from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, unused_group_error
 
 #: Reasons a record cannot be verified (the keys of ``PartitionVerdict.unverifiable``).
 SOURCE_GONE = "source record gone (compaction or retention)"
@@ -277,6 +276,18 @@ class ByteRate:
                 sleep(ahead)
 
 
+def mirrored_by(config: MirrorSinkConfig) -> Callable[[TargetPartition, str], bool]:
+    """Whether a synced target partition (and its source topic) is this connector's: the offset-syncs
+    topic is one per source alias, shared by every connector that mirrors from that cluster."""
+    accepts = config.topic_filter().accepts
+    policy = config.replication_policy()
+
+    def own(target: TargetPartition, source_topic: str) -> bool:
+        return accepts(source_topic) and policy.format_remote_topic(config.source_alias, source_topic) == target.topic
+
+    return own
+
+
 class Verifier:
     """Verifies one connector's committed mirror through its offset syncs, round after round: each
     round goes on from where the last one ended (``mirror-sink verify`` runs one, from the start)."""
@@ -305,8 +316,8 @@ class Verifier:
         self.tail = tail
         self._client_id = f"{config.name}-verify"
         self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
-        self._target = _consumer(config.target_consumer(), self._client_id)
-        self._source = _consumer(config.source_consumer(), self._client_id)
+        self._target = assigned_reader(config.target_consumer(), self._client_id, eof=True)
+        self._source = assigned_reader(config.source_consumer(), self._client_id, eof=True)
         #: Per target partition, the target offset the next round starts at.
         self.next: dict[TargetPartition, int] = {}
         self.rounds = 0
@@ -323,8 +334,11 @@ class Verifier:
         started = time.monotonic()
         rate = ByteRate(self.max_bytes_per_s)
         index = self._syncs.catch_up()
+        own = mirrored_by(self.config)
         chosen = sorted(
-            tp for tp in index.partitions if self.topics is None or self.topics.fullmatch(tp.topic) is not None
+            tp
+            for tp in index.partitions
+            if own(tp, index.source_topics[tp]) and (self.topics is None or self.topics.fullmatch(tp.topic))
         )
         ends = {tp: _end(self._target, tp.topic, tp.partition, "target") for tp in chosen}
         index = self._syncs.catch_up()
@@ -396,6 +410,8 @@ class Verifier:
                 for msg in consumer.consume(_BATCH, 0.5):
                     err = msg.error()
                     if err is not None:
+                        if unused_group_error(err):
+                            continue
                         if err.code() == KafkaError._PARTITION_EOF:
                             return
                         raise TaskFailure(f"reading {topic}-{partition} on the {role}: {err.str()}")
@@ -416,21 +432,6 @@ def record_of(msg: Message) -> Record:
     pairs = headers.items() if isinstance(headers, dict) else headers
     kept: Headers = tuple((name, value if isinstance(value, bytes | None) else value.encode()) for name, value in pairs)
     return Record(msg.offset() or 0, msg.key(), msg.value(), kept, msg.timestamp()[1])
-
-
-def _consumer(props: Mapping[str, str], client_id: str) -> Consumer:
-    return Consumer(
-        {
-            **props,
-            "logger": LIBRDKAFKA_LOG,
-            "client.id": client_id,
-            "group.id": f"{client_id}-unused",  # assigned, never joined or committed
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
 
 
 def _end(consumer: Consumer, topic: str, partition: int, role: str) -> tuple[int, int]:

@@ -5,6 +5,7 @@ fail fast with a one-line reason and write nothing."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from connectors.mirror_sink_config import MirrorSinkConfig
+from connectors.required_acls import verify_and_drill_acls
 from devkafka.data import Rec, committed_offsets, create_topic, produce, read_all
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
@@ -24,6 +27,9 @@ from tests.integration.harness import (
     TransactionalLoad,
     WorkerProcess,
     assert_exact_mirror,
+    commit_group_offsets,
+    run_drill,
+    run_verify,
     shadow_caught_up,
     wait_until,
 )
@@ -66,6 +72,31 @@ def test_mirrors_exactly_over_tls_with_only_the_listed_acls(
     process.stop()
     assert f"starting in {expected_mode} mode" in process.log_text()
     assert "falls back" not in process.log_text()
+
+
+def test_verify_and_drill_run_with_only_the_listed_acls(
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """``mirror-sink acls`` lists what verify and drill need besides mirroring: with exactly those,
+    both run as the mirror's principal, and the drill deletes its groups."""
+    topic, name, group = unique("sec-drill"), unique("sec-drill"), unique("sec-drill-app")
+    _load(secured_pair, topic, 2, 300, unique("load"))
+    commit_group_offsets(secured_pair.source.client_config, group, {(topic, 0): 10, (topic, 1): 20})
+    config = secured_config(name, secured_pair, topic, "sasl", mirror__mode="record")
+    parsed = MirrorSinkConfig.parse(config)
+    grant(secured_pair, acls_for(config, [topic]) + verify_and_drill_acls(parsed))
+    process = mirror(config).start()
+    src, tgt = secured_pair.source, secured_pair.target
+    try:
+        caught_up = partial(shadow_caught_up, src, topic, tgt, f"source.{topic}", f"connect-{name}")
+        wait_until(lambda: not process.alive() or caught_up(), 120, "the mirror to catch up", detail=process.log_tail)
+    finally:
+        assert process.stop() == 0, process.log_tail()
+    verified = run_verify(config, tmp_path)
+    assert verified.returncode == 0 and "verified 300 records" in verified.stdout, verified.stdout + verified.stderr
+    drilled = run_drill(config, tmp_path, "--groups", group, "--canary", "3")
+    assert drilled.returncode == 0 and ": PASSED" in drilled.stdout, drilled.stdout + drilled.stderr
+    assert "deleted 1 drill groups" in drilled.stdout
 
 
 _REQUIRED = [
