@@ -43,7 +43,7 @@ from typing import Any
 import psutil
 from confluent_kafka.admin import AdminClient
 
-from bench import failover
+from bench import failover, round_trip
 from bench.mirror_throughput import RECORD_BYTES, mirror_once, write_source
 from devkafka.data import end_offsets
 from devkafka.pair import DevClusters
@@ -451,13 +451,23 @@ def _failover_method(results: Mapping[str, Any]) -> list[str]:
 
 
 def write_page(
-    overhead: Mapping[str, Any] | Sequence[Mapping[str, Any]], failover_results: Mapping[str, Any], path: Path
+    overhead: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    failover_results: Mapping[str, Any],
+    path: Path,
+    round_trip_results: Mapping[str, Any] | None = None,
 ) -> None:
     """docs/failover-benchmarks.md from offset-sync overhead results (the first in full, any further ones as
-    shorter sections) and a ``bench.failover`` result."""
+    shorter sections), a ``bench.failover`` result and, if given, a ``bench.round_trip`` result."""
     runs = [overhead] if isinstance(overhead, Mapping) else list(overhead)
     main_run = runs[0]
     commands = ", ".join(f"`{r['command']}`" for r in runs)
+    trip = round_trip_results
+    heading = "## The DR round trip against MirrorMaker 2"
+    trip_section = [] if trip is None else ["", *round_trip.round_trip_section(trip, heading=heading)]
+    benches, options, defaults, newest_trip = ("", "", ": the newest `offset-syncs-*.json` and ", "")
+    if trip is not None:
+        benches, options = f", `{trip.get('command')}`", " --round-trip ROUND_TRIP.json"
+        defaults, newest_trip = "/`--round-trip`: the newest `offset-syncs-*.json`, ", " and `round-trip-*.json`"
     lines = [
         "# Failover benchmarks: accuracy against MirrorMaker 2, and the cost of offset syncs",
         "",
@@ -466,14 +476,16 @@ def write_page(
         f"- Machine: {main_run.get('machine', '-')}",
         f"- Kafka: {main_run.get('kafka_version') or failover_results.get('kafka_version', '-')} "
         "(brokers and MirrorMaker 2 alike), local single-node KRaft clusters started by each benchmark",
-        f"- Dates: failover run {failover_results.get('date', '-')}, overhead runs "
-        f"{', '.join(sorted({str(r.get('date', '-')) for r in runs}))}",
-        f"- Regenerate: `.venv/bin/python -m bench.failover` and {commands} (each writes its JSON to "
-        f"`bench/results/`), then `{PAGE_COMMAND} --overhead OVERHEAD.json [MORE.json ...] --failover FAILOVER.json` "
-        "(without `--overhead`/`--failover`: the newest `offset-syncs-*.json` and `failover-*.json`)",
+        f"- Dates: failover run {failover_results.get('date', '-')}, "
+        + ("" if trip is None else f"round trip run {trip.get('date', '-')}, ")
+        + f"overhead runs {', '.join(sorted({str(r.get('date', '-')) for r in runs}))}",
+        f"- Regenerate: `.venv/bin/python -m bench.failover`{benches} and {commands} (each writes its JSON to "
+        f"`bench/results/`), then `{PAGE_COMMAND} --overhead OVERHEAD.json [MORE.json ...] --failover FAILOVER.json"
+        f"{options}` (without `--overhead`/`--failover`{defaults}`failover-*.json`{newest_trip})",
         "",
         *failover.failover_section(failover_results, heading="## Failover accuracy against MirrorMaker 2"),
         *_failover_method(failover_results),
+        *trip_section,
         "",
         *overhead_section(main_run),
     ]
@@ -562,14 +574,18 @@ def main() -> int:
         "--overhead", type=Path, nargs="+", help="--page: overhead JSONs, the first in full (default: the newest)"
     )
     parser.add_argument("--failover", type=Path, help="--page: bench.failover JSON (default: newest failover-*.json)")
+    parser.add_argument(
+        "--round-trip", type=Path, help="--page: bench.round_trip JSON (default: newest round-trip-*.json)"
+    )
     parser.add_argument("--out", type=Path, default=PAGE, help="--page: where to write the page")
     args = parser.parse_args()
     if args.page:
         overhead_paths: list[Path] = args.overhead or [newest("offset-syncs-*.json")]
         failover_path = args.failover or newest("failover-*.json")
+        trip_path = args.round_trip or newest("round-trip-*.json")
         overheads = [json.loads(p.read_text()) for p in overhead_paths]
-        write_page(overheads, json.loads(failover_path.read_text()), args.out)
-        log(f"wrote {args.out} from {', '.join(map(str, overhead_paths))} and {failover_path}")
+        write_page(overheads, json.loads(failover_path.read_text()), args.out, json.loads(trip_path.read_text()))
+        log(f"wrote {args.out} from {', '.join(map(str, overhead_paths))}, {failover_path} and {trip_path}")
         return 0
     if args.quick:
         args.gb = 0.01

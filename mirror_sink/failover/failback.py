@@ -18,7 +18,7 @@ committed unless every check passed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -33,8 +33,8 @@ from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.divergence import DivergenceReport, find_and_keep
 from mirror_sink.failover.drift import TopicDrift, find_drift
 from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
-from mirror_sink.failover.failover import Failover
-from mirror_sink.failover.failover_record import FailoverRecord, failovers_topic, latest
+from mirror_sink.failover.failover import Failover, FailoverPlan
+from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
 from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader, read_failovers
 from mirror_sink.failover.translation import Translation
@@ -118,6 +118,8 @@ class Failback:
         failover = Failover(reverse, self.say, untranslated=below_cut, destination="the old primary")
         plan = failover.plan(groups, wait_caught_up_s)
         self.say(plan.table())
+        for line in _reading_diverged(plan, cuts):
+            self.say(line)
         if dry_run:
             self.say("dry run: nothing committed")
             return 0
@@ -233,6 +235,25 @@ class Failback:
         cfg = self.forward
         old_primary = clients.admin(cfg.source_admin(), self._client_id)
         return find_and_keep(record, cfg.source_consumer(), cfg.source_producer(), old_primary, keep=keep, say=self.say)
+
+
+def _reading_diverged(plan: FailoverPlan, cuts: Mapping[TargetPartition, PartitionCut]) -> list[str]:
+    """Per group and partition placed before the diverged records (it had not read everything
+    mirrored yet): it reads them on the old primary before what came back. Nothing is deleted, so
+    they are in its way; the report says so, group by group."""
+    lines = []
+    for t in plan.translations:
+        cut = cuts.get(TargetPartition(t.source_topic, t.target.partition))
+        if cut is None or cut.mirrored_to is None or t.target_offset is None or plan.index is None:
+            continue
+        first_back = plan.index.translate(t.target, cut.target_end)
+        if first_back is not None and t.target_offset < first_back and cut.mirrored_to < first_back:
+            lines.append(
+                f"{t.group} on {t.target.topic}-{t.target.partition}: at {t.target_offset}, before the diverged "
+                f"offsets {cut.mirrored_to}..{first_back - 1}: it reads those records (kept in the side topic too) "
+                "after the rest of what was mirrored and before what came back"
+            )
+    return lines
 
 
 def _cluster_id(admin: AdminClient) -> str | None:

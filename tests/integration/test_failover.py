@@ -479,6 +479,12 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
     groups = f"{fresh}|{old}|{between}"
     finished = run_failback(config, tmp_path, "--finish", "--groups", groups, "--wait-caught-up", "30")
     assert finished.returncode == 0, finished.stdout + finished.stderr
+    # Nothing is deleted: a group still inside what was mirrored reads the diverged records on its
+    # way, and the finish says so, group by group; the others are placed after them.
+    for p in range(2):
+        assert f"{old} on {topic}-{p}: at " in finished.stdout, finished.stdout
+        assert f"before the diverged offsets {cut[p]}..{before[p] - 1}" in finished.stdout, finished.stdout
+    assert f"{fresh} on {topic}-" not in finished.stdout and f"{between} on {topic}-" not in finished.stdout
 
     def at_home(p: int, b_offset: int) -> int:
         """Where the record at ``b_offset`` of the new primary is on the old primary."""
