@@ -26,10 +26,12 @@ from api.models import (
     ConfigKeyInfo,
     ConfigMap,
     ConnectorCheckpoints,
+    ConnectorDrills,
     ConnectorInfo,
     ConnectorOffsets,
     ConnectorStatus,
     CreateConnectorRequest,
+    DrillSummary,
     ErrorResponse,
     HealthResponse,
     LevelRequest,
@@ -43,6 +45,7 @@ from api.models import (
 from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
 from api.status_page import add_status_page
 from mirror_sink import __version__
+from mirror_sink.core.drills import drills_topic
 from mirror_sink.worker import connector_validation
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.herder import Herder
@@ -256,6 +259,13 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     def get_checkpoints(name: str) -> ConnectorCheckpoints:
         """The newest MirrorMaker 2 checkpoint of each source group on this connector's topics."""
         return ConnectorCheckpoints.of(*herder.offsets.checkpoints(name))
+
+    @app.get("/connectors/{name}/drills", response_model=ConnectorDrills)
+    def get_drills(name: str) -> ConnectorDrills:
+        """The connector's newest DR drills (``mirror-sink drill``), from their kept reports."""
+        reports = herder.queries.drills(name, fresh=True)
+        topic = drills_topic(herder.queries.source_alias(name))
+        return ConnectorDrills(drills_topic=topic, drills=[DrillSummary.of(r) for r in reports])
 
     @app.patch("/connectors/{name}/offsets", response_model=Message)
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:

@@ -282,6 +282,43 @@ class ConnectorCheckpoint(BaseModel):
     timestamp_ms: int = Field(description="when the checkpoint was written")
 
 
+class DrillSummary(BaseModel):
+    """One kept DR drill report (``mirror-sink drill``), in short; the whole one is in the topic."""
+
+    drill_id: str
+    started: str
+    outcome: str
+    failures: list[str]
+    rpo_records: int
+    rpo_bytes: int
+    rpo_seconds: float
+    cut_window_s: float
+    time_to_ready_s: dict[str, float]
+
+    @classmethod
+    def of(cls, report: dict[str, Any]) -> DrillSummary:
+        """The summary of a report as kept (schema mirror-sink.drill/1)."""
+        total = report.get("rpo", {}).get("total", {})
+        return cls(
+            drill_id=str(report.get("drill_id", "")),
+            started=str(report.get("started", "")),
+            outcome=str(report.get("outcome", "")),
+            failures=[str(f) for f in report.get("failures", [])],
+            rpo_records=int(total.get("records", 0)),
+            rpo_bytes=int(total.get("bytes", 0)),
+            rpo_seconds=float(total.get("seconds", 0.0)),
+            cut_window_s=float(report.get("cut_window_s", 0.0)),
+            time_to_ready_s={str(k): float(v) for k, v in report.get("time_to_ready_s", {}).items()},
+        )
+
+
+class ConnectorDrills(BaseModel):
+    """GET /connectors/{name}/drills: the connector's newest DR drills, newest first."""
+
+    drills_topic: str
+    drills: list[DrillSummary]
+
+
 class ConnectorCheckpoints(BaseModel):
     """GET /connectors/{name}/checkpoints: the checkpoints a failover would use."""
 

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 
+from api.models import DrillSummary
 from mirror_sink.worker.herder import Herder
 from mirror_sink.worker.herder_types import HerderError
 
@@ -99,6 +100,16 @@ function render(state) {
     if (!c.lag.length) html += '<tr><td colspan="4" class="muted">not measured yet</td></tr>';
     if (c.mismatches) html += '<div class="cause task-cause">verification found ' + c.mismatches +
       ' mismatches: see the log</div>';
+    if (c.drills.length) {
+      html += '<table class="drills"><tr><th>DR drill</th><th>started</th><th>outcome</th><th>RPO (records)</th>' +
+        '<th>RPO (seconds)</th></tr>';
+      for (const d of c.drills) {
+        html += '<tr><td>' + esc(d.drill_id) + '</td><td>' + esc(d.started) + '</td><td class="drill-outcome state ' +
+          (d.outcome === "passed" ? "RUNNING" : "FAILED") + '">' + esc(d.outcome) + '</td><td>' + d.rpo_records +
+          '</td><td>' + d.rpo_seconds.toFixed(1) + '</td></tr>';
+      }
+      html += '</table>';
+    }
     html += '</table></section>';
   }
   const box = document.getElementById("connectors");
@@ -138,6 +149,7 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                 lag = herder.queries.lag(name)
                 records = herder.queries.mirrored_records(name)
                 verified = herder.queries.verified(name)
+                drills = [DrillSummary.of(r) for r in herder.queries.drills(name)[:3]]
                 mismatches = herder.queries.verify_mismatches(name)
             except HerderError:
                 continue  # deleted meanwhile
@@ -164,6 +176,7 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                     "records": records,
                     "verified": {f"{t}-{p}": offset for (t, p), offset in verified.items()},
                     "mismatches": mismatches,
+                    "drills": [d.model_dump() for d in drills],
                 }
             )
         return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}

@@ -100,6 +100,19 @@ checkpoint_round_seconds = Histogram(
 checkpoints_written_total = Counter(
     "mirror_sink_checkpoints_written", "MirrorMaker 2 checkpoints written.", ("connector",)
 )
+last_drill_timestamp_seconds = Gauge(
+    "mirror_sink_last_drill_timestamp_seconds",
+    "When the newest DR drill of the connector (mirror-sink drill) started, from its kept report.",
+    ("connector",),
+)
+last_drill_passed = Gauge(
+    "mirror_sink_last_drill_passed", "1 when the newest DR drill passed, 0 when it failed.", ("connector",)
+)
+last_passed_drill_timestamp_seconds = Gauge(
+    "mirror_sink_last_passed_drill_timestamp_seconds",
+    "When the newest DR drill that passed started (0: none has).",
+    ("connector",),
+)
 VERIFY_LABELS = ("connector", *MM2_LABELS)
 verified_offset = Gauge(
     "mirror_sink_verified_offset",

@@ -455,6 +455,12 @@ def read_drills(target_props: Mapping[str, str], topic: str, connector: str, cli
     consumer = assigned_reader(target_props, client_id, eof=True)
     found: dict[str, dict[str, Any]] = {}
     try:
+        try:
+            listed = consumer.list_topics(topic, timeout=30).topics.get(topic)
+        except KafkaException as exc:
+            raise TaskFailure(f"cannot describe {topic} on the target: {exc.args[0].str()}") from exc
+        if listed is None or listed.error is not None:
+            return []  # no drill ran yet
         low, high = _end_range(consumer, topic, 0)
         for rec in _read(consumer, SourcePartition(topic, 0), low, high, "target"):
             key = (rec.key or b"").decode(errors="replace")

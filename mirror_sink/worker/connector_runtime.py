@@ -22,6 +22,7 @@ from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
 from mirror_sink.failover.background_verifier import BackgroundVerifier
 from mirror_sink.failover.checkpointer import CheckpointEmitter
+from mirror_sink.failover.drill_watch import DrillWatch
 from mirror_sink.worker.cluster_watch import ClusterWatch
 from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.lag_monitor import LagMonitor
@@ -91,6 +92,7 @@ class ConnectorRuntime:
         self._transition: threading.Thread | None = None
         self.checkpoints: CheckpointEmitter | None = None
         self.verifier: BackgroundVerifier | None = None
+        self.drills: DrillWatch | None = None
         self.lag: LagMonitor | None = None
         self._closed = False  # after shutdown no task may start, whatever transition is still running
         #: Set by shutdown: every wait of a transition (for a cluster, between start attempts) ends at once.
@@ -215,6 +217,9 @@ class ConnectorRuntime:
             if cfg.verify_enabled and cfg.offset_syncs_partition is not None and self.verifier is None:
                 self.verifier = BackgroundVerifier(cfg)
                 self.verifier.start()
+            if cfg.offset_syncs_partition is not None and self.drills is None:  # drills need the syncs
+                self.drills = DrillWatch(cfg)
+                self.drills.start()
             if self.lag is None:
                 self.lag = LagMonitor(cfg, lambda: self.connector.mappings)
                 self.lag.start()
@@ -228,10 +233,13 @@ class ConnectorRuntime:
             tasks, self.tasks = self.tasks, []
             checkpoints, self.checkpoints = self.checkpoints, None
             verifier, self.verifier = self.verifier, None
+            drills, self.drills = self.drills, None
         if checkpoints is not None:
             checkpoints.stop()
         if verifier is not None:
             verifier.stop()
+        if drills is not None:
+            drills.stop()
         for task in tasks:
             task.stop(0)  # every task starts finishing its cycle at once ...
         for task in tasks:  # ... then wait for each

@@ -5,11 +5,15 @@ Answers only read the Worker's table; configs always leave masked.
 
 from __future__ import annotations
 
+from typing import Any
+
+from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.metrics import MIRROR
 from mirror_sink.worker.connector_runtime import ConnectorState, StateInfo
 from mirror_sink.worker.connector_validation import masked
 from mirror_sink.worker.herder_types import (
     AssignedState,
+    Conflict,
     ConnectorInfo,
     ConnectorStatus,
     ConnectorTaskId,
@@ -116,6 +120,23 @@ class HerderQueries:
         verifier = self.worker.running(name).verifier
         positions = verifier.positions() if verifier is not None else {}
         return {(tp.topic, tp.partition): offset for tp, offset in positions.items()}
+
+    def source_alias(self, name: str) -> str:
+        """The connector's source cluster alias."""
+        return self.worker.running(name).connector.config.source_alias
+
+    def drills(self, name: str, *, fresh: bool = False) -> list[dict[str, Any]]:
+        """The connector's newest kept DR drill reports, newest first (empty before the first read or
+        with offset syncs off); ``fresh`` reads them again first (Conflict when that fails)."""
+        watch = self.worker.running(name).drills
+        if watch is None:
+            return []
+        if fresh:
+            try:
+                watch.refresh()
+            except TaskFailure as exc:
+                raise Conflict(f"cannot read the drill reports of {name} from {watch.topic}: {exc}") from exc
+        return watch.reports()
 
     def verify_mismatches(self, name: str) -> int:
         """Mismatches background verification found in this process (0 when it is off)."""

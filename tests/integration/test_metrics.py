@@ -21,6 +21,7 @@ from tests.integration.harness import (
     Unique,
     WorkerProcess,
     mirror_config,
+    run_drill,
     scrape,
     shadow_caught_up,
     total,
@@ -45,7 +46,7 @@ def used_series() -> set[str]:
 
 
 def test_worker_metrics_count_what_was_mirrored_and_the_lag(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess, tmp_path: Path
 ) -> None:
     name, topic = unique("metrics"), unique("metrics")
     target_topic = f"source.{topic}"
@@ -88,7 +89,15 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
         )
 
     wait_until(verified_to_the_end, 30, "verification at the target's end", interval=1)
+    # A DR drill of the running connector: its report served by the worker, its result a gauge.
+    drilled = run_drill({**config, "name": name}, tmp_path, "--groups", f"{name}-app", "--canary", "3")
+    assert drilled.returncode == 0, drilled.stdout + drilled.stderr
+    drills = client.get(f"/connectors/{name}/drills").json()
+    assert drills["drills_topic"] == "mirror-sink-drills.source.internal"
+    assert [(d["outcome"], d["rpo_records"]) for d in drills["drills"]] == [("passed", 0)], drills
     m = scrape(url)
+    assert total(m, "mirror_sink_last_drill_passed", connector=name) == 1
+    assert total(m, "mirror_sink_last_passed_drill_timestamp_seconds", connector=name) > time.time() - 600
     assert total(m, "mirror_sink_verified_bytes_total", connector=name, topic=target_topic) > 0
     assert total(m, "mirror_sink_verify_mismatches_total", connector=name) == 0
     assert total(m, "mirror_sink_verify_unverifiable_records_total", connector=name) == 0

@@ -21,7 +21,14 @@ from selenium.webdriver.support.ui import WebDriverWait
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, end_offsets, produce
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import TransactionalLoad, Unique, WorkerProcess, mirror_config
+from tests.integration.harness import (
+    TransactionalLoad,
+    Unique,
+    WorkerProcess,
+    commit_group_offsets,
+    mirror_config,
+    run_drill,
+)
 
 
 @pytest.fixture
@@ -59,6 +66,7 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
     source_topic: TopicFactory,
     worker: WorkerProcess,
     browser: WebDriver,
+    tmp_path: Path,
 ) -> None:
     good, topic = unique("page"), source_topic("page", 2)
     TransactionalLoad(source.bootstrap_servers, topic, 2, 3000, per_txn=100, txn_id=f"{good}-l").start().join(120)
@@ -95,6 +103,17 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
         lambda d: (
             sorted(e.text for e in d.find_elements(By.CSS_SELECTOR, f'section[data-name="{good}"] td.verified'))
             == sorted(str(e) for e in ends.values())
+        )
+    )
+    # A DR drill of the running connector: its outcome and RPO on the page.
+    commit_group_offsets(source.bootstrap_servers, f"{good}-app", {(topic, 0): 1, (topic, 1): 1})
+    drilled = run_drill({**config, "name": good}, tmp_path, "--groups", f"{good}-app", "--canary", "2")
+    assert drilled.returncode == 0, drilled.stdout + drilled.stderr
+    assert client.get(f"/connectors/{good}/drills").status_code == 200  # reads the kept reports now
+    wait.until(
+        lambda d: (
+            [e.text for e in d.find_elements(By.CSS_SELECTOR, f'section[data-name="{good}"] td.drill-outcome')]
+            == ["passed"]
         )
     )
     # The failed task: its state, then its cause in its own words, then the traceback folded below.
