@@ -583,6 +583,10 @@ def test_a_planned_round_trip_in_record_mode_leaves_every_record_on_both_cluster
     try:
         home = partial(shadow_caught_up, target, target_topic, source, topic, reverse.shadow_group_id)
         wait_until(home, 90, "the reverse link caught up", detail=back.log_tail)
+        # Finishing while the reverse link runs is refused: a record it copied after the forward
+        # link's new start would cross back.
+        running = run_failback(config, tmp_path, "--finish", "--groups", re.escape(group))
+        assert running.returncode == 1 and "is still running" in running.stdout, running.stdout + running.stderr
     finally:
         assert back.stop() == 0, back.log_tail()
 
