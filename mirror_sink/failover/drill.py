@@ -520,7 +520,7 @@ def _take(
     deadline = time.monotonic() + _READ_S
     try:
         while time.monotonic() < deadline:
-            for msg in consumer.consume(500, 0.5):
+            for msg in consumer.consume(500, 0.05):  # short: a partition's last batch waits it out
                 err = msg.error()
                 if err is not None:
                     if unused_group_error(err):

@@ -83,3 +83,18 @@ def test_the_byte_rate_sleeps_only_when_ahead_of_its_cap() -> None:
     assert slept == [0.5]  # 1000 bytes in 2 s: under the cap
     ByteRate(None).take(10**9, sleep=slept.append)
     assert slept == [0.5]
+
+
+def test_the_byte_rate_looks_at_the_clock_once_per_20_ms_of_bytes_not_per_record() -> None:
+    ticks = [0]
+    slept: list[float] = []
+
+    def clock() -> float:
+        ticks[0] += 1
+        return 0.0
+
+    rate = ByteRate(20_000_000, clock=clock)  # 20 MB/s: a check per 64 KiB at most
+    for _ in range(1000):
+        rate.take(1000, sleep=slept.append)  # 1 MB read at once: 0.05 s ahead
+    assert ticks[0] <= 1 + 1_000_000 // 65536 + 1
+    assert slept and all(s >= 0.02 for s in slept)
