@@ -913,7 +913,8 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
     with ``benchmarks-runtimes.json`` (``bench.runtimes``) the worker against Spark, and with
     ``benchmarks-wan.json`` (``bench.wan``) the mirrors across distance (and ``benchmarks-wan.png``), and
     with ``benchmarks-scale.json`` (``bench.scale``) 1,000 partitions and small records (and
-    ``benchmarks-scale.png``).
+    ``benchmarks-scale.png``), and with ``benchmarks-evidence.json`` (``bench.evidence``) verify's and a
+    drill's cost.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / markdown_name
@@ -954,6 +955,11 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         scale = json.loads(scale_results.read_text(encoding="utf-8"))
         text += "\n" + render_scale(scale)
         pngs.append(plot_scale(scale, out_dir / SCALE_PNG))
+    evidence_results = out_dir / "benchmarks-evidence.json"
+    if evidence_results.exists():
+        from bench.evidence import render_evidence  # imported here, as tls_section is
+
+        text += "\n" + render_evidence(json.loads(evidence_results.read_text(encoding="utf-8")))
     page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 

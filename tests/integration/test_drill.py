@@ -10,6 +10,7 @@ import time
 from functools import partial
 from pathlib import Path
 
+import pytest
 from confluent_kafka.admin import AdminClient
 
 from devkafka.backends import KafkaEndpoint
@@ -36,17 +37,18 @@ def _groups_on(bootstrap: str) -> set[str]:
     return {g.group_id for g in admin.list_consumer_groups(request_timeout=30).result(35).valid}
 
 
+@pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path, mode: str
 ) -> None:
-    topic, name, alias = unique("drill"), unique("drill"), unique("drillsrc")
+    topic, name, alias = unique(f"drill-{mode}"), unique(f"drill-{mode}"), unique(f"drillsrc-{mode}")
     mid, ahead = unique("drillapp-mid"), unique("drillapp-ahead")
     target_topic = f"{alias}.{topic}"
     create_topic(source.bootstrap_servers, topic, PARTITIONS)
     TransactionalLoad(
         source.bootstrap_servers, topic, PARTITIONS, 600, per_txn=40, abort_every=3, txn_id=name
     ).start().join(60)
-    config = mirror_config(name, source, target, topic, **{"source.cluster.alias": alias})
+    config = mirror_config(name, source, target, topic, **{"source.cluster.alias": alias, "mirror.mode": mode})
     proc = mirror(config).start()
     try:
         wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "mirrored")
