@@ -98,6 +98,7 @@ function render(state) {
         (verified === undefined ? '<span class="muted">-</span>' : verified) + '</td></tr>';
     }
     if (!c.lag.length) html += '<tr><td colspan="4" class="muted">not measured yet</td></tr>';
+    html += '</table>';
     if (c.mismatches) html += '<div class="cause task-cause">verification found ' + c.mismatches +
       ' mismatches: see the log</div>';
     if (c.drills.length) {
@@ -110,7 +111,7 @@ function render(state) {
       }
       html += '</table>';
     }
-    html += '</table></section>';
+    html += '</section>';
   }
   const box = document.getElementById("connectors");
   const open = new Set([...box.querySelectorAll("details[open]")].map(d => d.dataset.key));

@@ -9,6 +9,7 @@ A mismatch is logged at WARNING with both sides' offsets and counted in
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from mirror_sink.core.metrics import (
     verify_unverifiable_records_total,
 )
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.verify import Verifier, VerifyReport
+from mirror_sink.failover.verify import Stopped, Verifier, VerifyReport
 
 
 class BackgroundVerifier:
@@ -38,19 +39,24 @@ class BackgroundVerifier:
         self._positions: dict[TargetPartition, int] = {}
         self._mismatches = 0
         self.rounds = 0
+        self._published: set[tuple[str, ...]] = set()
 
     def start(self) -> None:
         """Run rounds every ``verify.interval.seconds`` until ``stop``."""
         self._thread = threading.Thread(target=self._run, name=f"verify-{self.config.name}", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Ask the thread to end after its current round; it releases its clients itself."""
+    def request_stop(self) -> None:
+        """Ask the thread to end: a round in progress ends at its next record (or wait under the cap)."""
         self._stop.set()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """``request_stop``, then wait for the thread; it releases its clients itself."""
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout_s)
             if self._thread.is_alive():
-                self.log.warning("verification round still running after %.0f s; it stops at its next read", timeout_s)
+                self.log.warning("verification still reading after %.0f s; it ends at its next record", timeout_s)
 
     @property
     def mismatches(self) -> int:
@@ -72,9 +78,13 @@ class BackgroundVerifier:
                 started = time.monotonic()
                 try:
                     if verifier is None:
-                        verifier = Verifier(cfg, max_bytes_per_s=cfg.verify_max_bytes_per_second, say=self.log.debug)
+                        verifier = Verifier(
+                            cfg, max_bytes_per_s=cfg.verify_max_bytes_per_second, stop=self._stop, say=self.log.debug
+                        )
                     report = verifier.run()
                     self._publish(report, verifier)
+                except Stopped:
+                    break
                 except Exception as exc:  # a cluster away for a while, a missing ACL: try again next round
                     level = logging.DEBUG if str(exc) == last_failure else logging.WARNING
                     self.log.log(
@@ -87,6 +97,17 @@ class BackgroundVerifier:
         finally:
             if verifier is not None:
                 verifier.close()
+            self._unpublish()
+
+    def _unpublish(self) -> None:
+        """The connector stopped here (deleted, or moved to another worker): its series go with it."""
+        for labels in self._published:
+            for series in (verified_offset, verify_mismatches_total, verified_bytes_total):
+                with contextlib.suppress(KeyError):
+                    series.remove(*labels)
+            with contextlib.suppress(KeyError):
+                verify_unverifiable_records_total.remove(*labels)
+        self._published.clear()
 
     def _publish(self, report: VerifyReport, verifier: Verifier) -> None:
         cfg = self.config
@@ -95,6 +116,7 @@ class BackgroundVerifier:
         for verdict in report.partitions:
             tp = verdict.target
             labels = (cfg.name, cfg.source_alias, cfg.target_alias, tp.topic, "all" if per_topic else str(tp.partition))
+            self._published.add(labels)
             offsets[labels] = offsets.get(labels, 0) + verifier.next.get(tp, 0)
             # Every series exists from the first round (at 0), so increase() and alerts see the first one.
             verify_mismatches_total.labels(*labels).inc(verdict.mismatches)

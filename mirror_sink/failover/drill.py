@@ -27,7 +27,9 @@ A drill fails (exit 1) on any mismatch (canary or verify) or any group it cannot
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import itertools
 import json
 import re
 import time
@@ -36,24 +38,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import Consumer, KafkaException
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.drills import drill_group, drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.failover import create_compacted
 from mirror_sink.failover.groups import ClusterUnreachable, commit_offsets, committed_offsets, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, unused_group_error
+from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader
 from mirror_sink.failover.translation import source_partitions
-from mirror_sink.failover.verify import Record, Verifier, mirrored_by, record_of
+from mirror_sink.failover.verify import Record, Verifier, mirrored_by, read_range, watermarks
 
 SCHEMA = "mirror-sink.drill/1"
 _PROBE_S = 10.0
-_READ_S = 60.0
 
 
 class DrillRefused(Exception):
@@ -236,8 +236,8 @@ class Drill:
         selected = self._select(listed)
         index, ends, mirrored = self._cut(report)
         self._measure_rpo(report, index, ends, mirrored)
-        placed = self._place(report, index, mirrored, selected)
         try:
+            placed = self._place(report, index, mirrored, selected)
             self._canary(report, placed)
         finally:
             if not self.keep:
@@ -279,7 +279,8 @@ class Drill:
             source = assigned_reader(cfg.source_consumer(), self._client_id, eof=True)
             try:
                 ends = {
-                    tp: _end(source, topic, partition, "source") for (topic, partition), tp in sorted(targets.items())
+                    tp: watermarks(source, topic, partition, "source")[1]
+                    for (topic, partition), tp in sorted(targets.items())
                 }
             finally:
                 source.close()
@@ -308,7 +309,7 @@ class Drill:
                 topic = index.source_topics[tp]
                 rpo = PartitionRpo(topic, tp.partition, mirrored[tp], end)
                 oldest: int | None = None
-                for rec in _read(source, SourcePartition(topic, tp.partition), mirrored[tp], end, "source"):
+                for rec in read_range(source, (topic, tp.partition), (mirrored[tp], end), "source"):
                     rpo.records += 1
                     rpo.bytes += rec.size
                     oldest = rec.timestamp if oldest is None else min(oldest, rec.timestamp)
@@ -380,13 +381,15 @@ class Drill:
                     p.outcome, p.detail = "not placed", f"the copy holds {at}, not {p.target_offset}"
                     report.failures.append(f"{p.drill_group} on {p.topic}-{p.partition}: {p.detail}")
                     continue
-                got = _take(target, (p.topic, p.partition), at, self.canary)
+                got = _take(target, (p.topic, p.partition), at, self.canary, "target")
                 if first_read is None:
                     first_read = time.monotonic() - started
                 if p.outcome != "exact":
                     continue  # ahead: what it would read next on the source is in the RPO
-                want = _take(source, (p.source_topic, p.partition), p.source_offset, len(got) or self.canary)
                 p.canary_records = len(got)
+                if not got:
+                    continue  # the copy is at the target's end: nothing mirrored is left to compare
+                want = _take(source, (p.source_topic, p.partition), p.source_offset, len(got), "source")
                 difference = _first_difference(got, want)
                 if difference is not None:
                     p.outcome, p.detail = "canary mismatch", difference
@@ -429,14 +432,8 @@ class Drill:
     def _keep_report(self, report: DrillReport) -> None:
         cfg = self.config
         topic = drills_topic(cfg.source_alias)
-        admin = clients.admin(cfg.target_admin(), self._client_id)
-        new = NewTopic(topic, 1, cfg.offset_syncs_replication_factor, config={"cleanup.policy": "compact"})
-        try:
-            admin.create_topics([new], operation_timeout=30)[topic].result(30)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise TaskFailure(f"cannot create {topic} on the target: {exc.args[0].str()}") from exc
-        producer = Producer({**cfg.target_producer(), "logger": LIBRDKAFKA_LOG, "client.id": self._client_id})
+        create_compacted(clients.admin(cfg.target_admin(), self._client_id), topic, cfg.offset_syncs_replication_factor)
+        producer = clients.target_producer(cfg.target_producer(), self._client_id, None, cfg.transaction_timeout_ms)
         failed: list[str] = []
         producer.produce(
             topic,
@@ -444,9 +441,10 @@ class Drill:
             value=report.to_json().encode(),
             on_delivery=lambda err, _msg: failed.append(err.str()) if err is not None else None,
         )
-        producer.flush(30)
-        if failed:
-            raise TaskFailure(f"cannot keep the drill report in {topic}: {failed[0]}")
+        if producer.flush(30) or failed:
+            raise TaskFailure(
+                f"cannot keep the drill report in {topic}: {failed[0] if failed else 'not delivered in 30 s'}"
+            )
         self.say(f"report kept in {topic} under {cfg.name}/{report.drill_id}")
 
 
@@ -461,8 +459,8 @@ def read_drills(target_props: Mapping[str, str], topic: str, connector: str, cli
             raise TaskFailure(f"cannot describe {topic} on the target: {exc.args[0].str()}") from exc
         if listed is None or listed.error is not None:
             return []  # no drill ran yet
-        low, high = _end_range(consumer, topic, 0)
-        for rec in _read(consumer, SourcePartition(topic, 0), low, high, "target"):
+        low, high = watermarks(consumer, topic, 0, "target")
+        for rec in read_range(consumer, (topic, 0), (low, high), "target"):
             key = (rec.key or b"").decode(errors="replace")
             if not key.startswith(f"{connector}/") or rec.value is None:
                 continue
@@ -485,55 +483,8 @@ def _first_difference(got: list[Record], want: list[Record]) -> str | None:
     return None
 
 
-def _end(consumer: Consumer, topic: str, partition: int, role: str) -> int:
-    return _end_range(consumer, topic, partition, role)[1]
-
-
-def _end_range(consumer: Consumer, topic: str, partition: int, role: str = "target") -> tuple[int, int]:
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
-    except KafkaException as exc:
-        raise TaskFailure(f"cannot read the offsets of {topic}-{partition} on the {role}: {exc.args[0].str()}") from exc
-    return int(low), int(high)
-
-
-def _read(consumer: Consumer, tp: SourcePartition, start: int, end: int, role: str) -> list[Record]:
-    """The committed records of ``tp`` in ``[start, end)``."""
-    return list(_take(consumer, tp, start, None, end=end, role=role))
-
-
-def _take(
-    consumer: Consumer,
-    tp: tuple[str, int],
-    start: int,
-    count: int | None,
-    *,
-    end: int | None = None,
-    role: str = "",
-) -> list[Record]:
-    """Up to ``count`` committed records of ``tp`` from ``start`` (below ``end``, or to the partition's end)."""
-    topic, partition = tp
-    if end is not None and start >= end:
-        return []
-    out: list[Record] = []
-    consumer.assign([TopicPartition(topic, partition, start)])
-    deadline = time.monotonic() + _READ_S
-    try:
-        while time.monotonic() < deadline:
-            for msg in consumer.consume(500, 0.05):  # short: a partition's last batch waits it out
-                err = msg.error()
-                if err is not None:
-                    if unused_group_error(err):
-                        continue
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return out
-                    raise TaskFailure(f"reading {topic}-{partition}{' on the ' + role if role else ''}: {err.str()}")
-                rec = record_of(msg)
-                if end is not None and rec.offset >= end:
-                    return out
-                out.append(rec)
-                if (count is not None and len(out) >= count) or (end is not None and rec.offset + 1 >= end):
-                    return out
-        raise TaskFailure(f"reading {topic}-{partition}: no end within {_READ_S:.0f} s")
-    finally:
-        consumer.unassign()
+def _take(consumer: Consumer, tp: tuple[str, int], start: int, count: int, role: str) -> list[Record]:
+    """Up to ``count`` committed records of ``tp`` from ``start``, to the partition's end at most."""
+    end = watermarks(consumer, tp[0], tp[1], role)[1]
+    with contextlib.closing(read_range(consumer, tp, (start, end), role)) as records:  # unassigns when closed
+        return list(itertools.islice(records, count))

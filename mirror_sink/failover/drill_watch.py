@@ -8,6 +8,7 @@ time and result as gauges, for the alerts on a failed drill and on no passed dri
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import threading
@@ -47,11 +48,18 @@ class DrillWatch:
         self._thread = threading.Thread(target=self._run, name=f"drills-{self.config.name}", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """End the thread after its current read."""
+    def request_stop(self) -> None:
+        """Ask the thread to end after its current read."""
         self._stop.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """``request_stop``, then wait for the thread; the connector's drill series go with it."""
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout_s)
+        for series in (last_drill_passed, last_drill_timestamp_seconds, last_passed_drill_timestamp_seconds):
+            with contextlib.suppress(KeyError):
+                series.remove(self.config.name)
 
     def reports(self) -> list[dict[str, Any]]:
         """The newest reports, newest first."""

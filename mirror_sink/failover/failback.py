@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_config import MirrorSinkConfig
@@ -36,8 +36,9 @@ from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, 
 from mirror_sink.failover.failover import Failover, FailoverPlan
 from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
 from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader, read_failovers
+from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, read_failovers
 from mirror_sink.failover.translation import Translation
+from mirror_sink.failover.verify import watermarks
 
 
 @dataclass
@@ -123,11 +124,12 @@ class Failback:
         if dry_run:
             self.say("dry run: nothing committed")
             return 0
-        moved = failover.commit(plan)
         homes = {
             cut.target.topic: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts
         }
-        self._resume_forward(homes)
+        home_partitions = self._home_partitions(homes)  # before any commit: a missing home topic refuses
+        moved = failover.commit(plan)
+        self._resume_forward(homes, home_partitions)
         return moved
 
     def _refuse_running(self, reverse: MirrorSinkConfig) -> None:
@@ -151,26 +153,34 @@ class Failback:
         finally:
             reader.close()
 
-    def _resume_forward(self, homes: dict[str, str]) -> None:
-        """The forward link's shadow group goes on from the old primary's end now, with its topic ids:
-        every partition of each home topic, those the reverse link added too (``homes``: target topic
-        on the new primary -> its home topic on the old one)."""
+    def _home_partitions(self, homes: dict[str, str]) -> dict[TargetPartition, TopicPartition]:
+        """Every partition of each home topic on the old primary (those the reverse link added too),
+        under its target partition; FailbackRefused when a home topic is missing."""
         cfg = self.forward
-        reader = Consumer(
-            {**cfg.source_consumer(), "group.id": f"{self._client_id}-ends", "isolation.level": "read_committed"}
-        )
+        admin = clients.admin(cfg.source_admin(), self._client_id)
         try:
-            listed = reader.list_topics(timeout=30).topics
-            ends = {}
-            for target_topic, home in homes.items():
-                meta = listed.get(home)
-                if meta is None or meta.error is not None:
-                    raise FailbackRefused(f"the home topic {home} is not on the old primary ({cfg.source_bootstrap})")
-                for p in meta.partitions:
-                    at = TopicPartition(home, p)
-                    ends[TargetPartition(target_topic, p)] = reader.get_watermark_offsets(at, timeout=30, cached=False)[
-                        1
-                    ]
+            listed = admin.list_topics(timeout=30).topics
+        except KafkaException as exc:
+            raise FailbackRefused(f"cannot list the old primary's topics: {exc.args[0].str()}") from exc
+        out: dict[TargetPartition, TopicPartition] = {}
+        for target_topic, home in homes.items():
+            meta = listed.get(home)
+            if meta is None or meta.error is not None:
+                raise FailbackRefused(f"the home topic {home} is not on the old primary ({cfg.source_bootstrap})")
+            out |= {TargetPartition(target_topic, p): TopicPartition(home, p) for p in meta.partitions}
+        return out
+
+    def _resume_forward(self, homes: dict[str, str], partitions: dict[TargetPartition, TopicPartition]) -> None:
+        """The forward link's shadow group goes on from the old primary's end now, with its topic ids:
+        every partition of each home topic (``homes``: target topic on the new primary -> its home
+        topic on the old one; ``partitions``: ``_home_partitions``)."""
+        cfg = self.forward
+        reader = assigned_reader(cfg.source_consumer(), f"{self._client_id}-ends")
+        try:
+            ends = {
+                target: watermarks(reader, home.topic, home.partition, "old primary")[1]
+                for target, home in partitions.items()
+            }
         finally:
             reader.close()
         ids = source_topic_ids(clients.admin(cfg.source_admin(), self._client_id), sorted(set(homes.values())))

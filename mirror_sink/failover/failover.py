@@ -176,7 +176,7 @@ class Failover:
             tuple(groups.values()),
         )
         topic = failovers_topic(cfg.source_alias)
-        _create_compacted(target_admin, topic, cfg.offset_syncs_replication_factor)
+        create_compacted(target_admin, topic, cfg.offset_syncs_replication_factor)
         producer = clients.target_producer(
             cfg.target_producer(), self._client_id, f"{cfg.name}-failover-record", cfg.transaction_timeout_ms
         )
@@ -425,8 +425,8 @@ def _cluster_id(admin: AdminClient) -> str | None:
         return None
 
 
-def _create_compacted(admin: AdminClient, topic: str, replication_factor: int) -> None:
-    """Create ``topic`` (one partition, compacted) unless it exists."""
+def create_compacted(admin: AdminClient, topic: str, replication_factor: int) -> None:
+    """Create ``topic`` on the target (one partition, compacted) unless it exists."""
     future = admin.create_topics([NewTopic(topic, 1, replication_factor, config={"cleanup.policy": "compact"})])[topic]
     try:
         future.result(30)

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -46,7 +47,8 @@ TARGET_GONE = "target record gone (retention or compaction)"
 NO_SYNC = "no offset sync (expired, or mirrored before syncs)"
 SKIPPED = "skipped on purpose (offset.gap.policy=skip)"
 
-_READ_TIMEOUT_S = 600.0
+#: A read that gets no record for this long fails (a slow one, under the byte-rate cap, goes on).
+_STALL_S = 120.0
 #: A consume call waits this long for a full batch: short, or each partition's last batch waits it out.
 _POLL_S = 0.05
 _BATCH = 5000
@@ -277,8 +279,8 @@ class ByteRate:
         self._unchecked = 0
         self._every = min(self._CHECK_MAX_BYTES, max(1, int((max_bytes_per_s or 0) * self._CHECK_S)))
 
-    def take(self, n: int, sleep: Callable[[float], None] = time.sleep) -> None:
-        """Count ``n`` bytes; sleep until the rate is back under the cap."""
+    def take(self, n: int, stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None) -> None:
+        """Count ``n`` bytes; sleep until the rate is back under the cap (or ``stop`` is set)."""
         self.read += n
         if not self.max:
             return
@@ -288,7 +290,12 @@ class ByteRate:
         self._unchecked = 0
         ahead = self.read / self.max - (self.clock() - self.started)
         if ahead >= self._CHECK_S:
-            sleep(ahead)
+            if sleep is not None:
+                sleep(ahead)
+            elif stop is not None:
+                stop.wait(ahead)  # a stopping connector does not sleep out the cap
+            else:
+                time.sleep(ahead)
 
 
 def mirrored_by(config: MirrorSinkConfig) -> Callable[[TargetPartition, str], bool]:
@@ -314,6 +321,7 @@ class Verifier:
         max_bytes_per_s: float | None = None,
         topics: re.Pattern[str] | None = None,
         tail: int | None = None,
+        stop: threading.Event | None = None,
         say: Callable[[str], None] = print,
     ) -> None:
         syncs = config.offset_syncs_partition
@@ -329,12 +337,15 @@ class Verifier:
         self.max_bytes_per_s = max_bytes_per_s
         #: The first round's start per partition: the last ``tail`` target offsets (None: from the start).
         self.tail = tail
+        #: Set when the connector stops: a round ends at its next record (``Stopped``).
+        self.stop = stop
         self._client_id = f"{config.name}-verify"
         self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         self._target = assigned_reader(config.target_consumer(), self._client_id, eof=True)
         self._source = assigned_reader(config.source_consumer(), self._client_id, eof=True)
         #: Per target partition, the target offset the next round starts at.
         self.next: dict[TargetPartition, int] = {}
+        self._gaps_counted: dict[TargetPartition, set[tuple[int, int]]] = {}
         self.rounds = 0
 
     def close(self) -> None:
@@ -355,7 +366,7 @@ class Verifier:
             for tp in index.partitions
             if own(tp, index.source_topics[tp]) and (self.topics is None or self.topics.fullmatch(tp.topic))
         )
-        ends = {tp: _end(self._target, tp.topic, tp.partition, "target") for tp in chosen}
+        ends = {tp: watermarks(self._target, tp.topic, tp.partition, "target") for tp in chosen}
         index = self._syncs.catch_up()
         report = VerifyReport(self.config.name)
         for n, tp in enumerate(chosen, 1):
@@ -385,15 +396,21 @@ class Verifier:
         start, end = window
         runs = [r for r in every if r.target + r.length > start and r.target < end]
         src = SourcePartition(index.source_topics[tp], tp.partition)
-        # Skipped ranges count once, in the first round that sees them.
-        skipped = sum(b - a for a, b in part.gaps) if tp not in self.next else 0
-        target_records = self._read(self._target, tp, window, "target", rate)
+        target_records = read_range(self._target, tp, window, "target", rate=rate, stop=self.stop)
         source_records: Iterable[Record] = ()
+        skipped = 0
         if runs:
             first, last = runs[0], runs[-1]
             from_source = first.source + max(0, start - first.target)
             to_source = last.source + min(last.length, end - last.target)
-            source_records = self._read(self._source, src, (from_source, to_source), "source", rate)
+            source_records = read_range(
+                self._source, src, (from_source, to_source), "source", rate=rate, stop=self.stop
+            )
+            # A skipped range counts once: in the round whose mirrored records follow it.
+            counted = self._gaps_counted.setdefault(tp, set())
+            new = [(a, b) for a, b in part.gaps if (a, b) not in counted and from_source <= b <= to_source]
+            counted.update(new)
+            skipped = sum(b - a for a, b in new)
         return compare_partition(
             tp,
             src,
@@ -405,40 +422,56 @@ class Verifier:
             skipped=skipped,
         )
 
-    @staticmethod
-    def _read(
-        consumer: Consumer, tp: tuple[str, int], window: tuple[int, int], role: str, rate: ByteRate
-    ) -> Iterator[Record]:
-        """The committed records of partition ``tp`` in ``window`` (``[start, end)``), ascending."""
-        topic, partition = tp
-        start, end = window
-        if start >= end:
-            return
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + _READ_TIMEOUT_S
-        try:
-            while True:
-                if time.monotonic() > deadline:
-                    raise TaskFailure(
-                        f"reading {topic}-{partition} on the {role}: not at {end} after {_READ_TIMEOUT_S} s"
-                    )
-                for msg in consumer.consume(_BATCH, _POLL_S):
-                    err = msg.error()
-                    if err is not None:
-                        if unused_group_error(err):
-                            continue
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            return
-                        raise TaskFailure(f"reading {topic}-{partition} on the {role}: {err.str()}")
-                    rec = record_of(msg)
-                    if rec.offset >= end:
+
+class Stopped(Exception):
+    """The reader was asked to stop (its connector is stopping)."""
+
+
+def read_range(
+    consumer: Consumer,
+    tp: tuple[str, int],
+    window: tuple[int, int],
+    role: str,
+    *,
+    rate: ByteRate | None = None,
+    stop: threading.Event | None = None,
+) -> Generator[Record, None, None]:
+    """The committed records of partition ``tp`` in ``window`` (``[start, end)``), ascending, one at a
+    time. TaskFailure when no record arrives for ``_STALL_S`` (a read that makes progress, however slow
+    under the byte-rate cap, goes on); Stopped when ``stop`` is set."""
+    topic, partition = tp
+    start, end = window
+    if start >= end:
+        return
+    consumer.assign([TopicPartition(topic, partition, start)])
+    progress = time.monotonic()
+    try:
+        while True:
+            if stop is not None and stop.is_set():
+                raise Stopped
+            if time.monotonic() - progress > _STALL_S:
+                raise TaskFailure(
+                    f"reading {topic}-{partition} on the {role}: nothing for {_STALL_S:.0f} s, not at {end}"
+                )
+            for msg in consumer.consume(_BATCH, _POLL_S):
+                err = msg.error()
+                if err is not None:
+                    if unused_group_error(err):
+                        continue
+                    if err.code() == KafkaError._PARTITION_EOF:
                         return
-                    rate.take(rec.size)
-                    yield rec
-                    if rec.offset + 1 >= end:
-                        return
-        finally:
-            consumer.unassign()
+                    raise TaskFailure(f"reading {topic}-{partition} on the {role}: {err.str()}")
+                rec = record_of(msg)
+                if rec.offset >= end:
+                    return
+                progress = time.monotonic()
+                if rate is not None:
+                    rate.take(rec.size, stop)
+                yield rec
+                if rec.offset + 1 >= end:
+                    return
+    finally:
+        consumer.unassign()
 
 
 def record_of(msg: Message) -> Record:
@@ -449,7 +482,8 @@ def record_of(msg: Message) -> Record:
     return Record(msg.offset() or 0, msg.key(), msg.value(), kept, msg.timestamp()[1])
 
 
-def _end(consumer: Consumer, topic: str, partition: int, role: str) -> tuple[int, int]:
+def watermarks(consumer: Consumer, topic: str, partition: int, role: str) -> tuple[int, int]:
+    """The partition's start and last stable offset (read_committed ``consumer``); TaskFailure names it."""
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
     except KafkaException as exc:

@@ -234,16 +234,20 @@ class ConnectorRuntime:
             checkpoints, self.checkpoints = self.checkpoints, None
             verifier, self.verifier = self.verifier, None
             drills, self.drills = self.drills, None
+        # Every helper thread is asked to stop at once and joined after the tasks: a verification
+        # round or a drill read must not eat the tasks' time to finish their cycle.
+        for helper in (verifier, drills):
+            if helper is not None:
+                helper.request_stop()
         if checkpoints is not None:
             checkpoints.stop()
-        if verifier is not None:
-            verifier.stop()
-        if drills is not None:
-            drills.stop()
         for task in tasks:
             task.stop(0)  # every task starts finishing its cycle at once ...
         for task in tasks:  # ... then wait for each
             task.stop(_TASK_STOP_TIMEOUT_S if until is None else max(0.0, until - time.monotonic()))
+        for helper in (verifier, drills):
+            if helper is not None:
+                helper.stop(5.0 if until is None else max(0.0, min(5.0, until - time.monotonic())))
         self._left_tasks = [t for t in tasks if t.is_alive()]
         if left := [t.task_id for t in self._left_tasks]:
             cfg = self.connector.config

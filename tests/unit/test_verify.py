@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from mirror_sink.core.offset_syncs import SyncRun
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.failover.verify import (
@@ -98,3 +101,12 @@ def test_the_byte_rate_looks_at_the_clock_once_per_20_ms_of_bytes_not_per_record
         rate.take(1000, sleep=slept.append)  # 1 MB read at once: 0.05 s ahead
     assert ticks[0] <= 1 + 1_000_000 // 65536 + 1
     assert slept and all(s >= 0.02 for s in slept)
+
+
+def test_a_stopping_connector_does_not_sleep_out_the_cap() -> None:
+    stop = threading.Event()
+    stop.set()
+    rate = ByteRate(1000, clock=lambda: 0.0)
+    started = time.monotonic()
+    rate.take(10_000, stop)  # 10 s ahead of a 1,000 B/s cap
+    assert time.monotonic() - started < 1.0
