@@ -26,8 +26,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).parent
 
 
-def _spark_env() -> dict[str, str]:
-    return {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+def _spark_env(scratch: Path) -> dict[str, str]:
+    """The environment of a Spark JVM whose scratch space (``spark-*`` directories holding shuffle files and
+    a copy of the venv archive, about 300 MB) lives under ``scratch``, not ``/tmp``: a JVM killed on purpose
+    runs no shutdown hook, and its copies must go when the test's directory does."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_NO_DAEMONIZE": "1",
+        "SPARK_LOCAL_DIRS": str(scratch),
+    }
 
 
 def _is_executor(proc: psutil.Process) -> bool:
@@ -61,7 +71,7 @@ class SparkStandalone:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=_spark_env(),
+                env=_spark_env(self.workdir / "scratch"),  # workers hand it to their executors
                 start_new_session=True,  # the worker's executors are in its group: stopped with it
             )
         reap_with_this_process(pid=proc.pid)
@@ -157,7 +167,7 @@ class SparkSubmit:
                 stdin=subprocess.DEVNULL,
                 cwd=self.workdir,
                 env={
-                    **_spark_env(),
+                    **_spark_env(self.workdir / "scratch"),
                     "MASTER": self.cluster.master_url,
                     "MIRROR_SINK_LOG_LEVEL": "INFO",
                 },

@@ -41,6 +41,7 @@ class SparkRun(ChildProcess):
         self.master = master
         self.extra = extra
         self.checkpoint = workdir / f"checkpoint-{config['name']}"
+        self.env["SPARK_LOCAL_DIRS"] = str(workdir / "spark-scratch")  # not /tmp: a killed JVM leaves it
 
     def argv(self) -> list[str]:
         """``spark <config> --master ... --checkpoint ...`` (available-now: it stops when caught up)."""
