@@ -22,6 +22,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.metric_names import (
+    DEFAULT_METRIC_NAMES_FORMATS,
+    MetricNamesFormat,
+    parse_metric_names_formats,
+)
 from mirror_sink.core.offset_syncs import offset_syncs_topic
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import ReplicationPolicy, replication_policy
@@ -147,6 +152,9 @@ class MirrorSinkConfig(BaseModel):
     sync_group_offsets: bool = Field(False, alias="sync.group.offsets.enabled")
     sync_group_offsets_interval_s: float = Field(5.0, alias="sync.group.offsets.interval.seconds", gt=0)
     metrics_aggregate: Literal["partition", "topic"] = Field("partition", alias="metrics.aggregate")
+    # KIP-1280 (Kafka 4.3): MirrorMaker 2's metric names, legacy (Kafka's default), new or both. A list
+    # in Kafka's form ("legacy,new"), kept as text so that to_props gives it back as it came, normalised.
+    metric_names_formats: str = Field(",".join(DEFAULT_METRIC_NAMES_FORMATS), alias="metric.names.formats")
     source_unreachable_give_up_ms: int = Field(-1, alias="source.unreachable.give.up.ms", ge=-1)
     target_unreachable_give_up_ms: int = Field(180_000, alias="target.unreachable.give.up.ms", ge=-1)
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
@@ -157,6 +165,11 @@ class MirrorSinkConfig(BaseModel):
         if value not in CONNECTOR_CLASS_ALIASES:
             raise ValueError(f"unknown connector class {value!r}; this worker runs {CONNECTOR_CLASS}")
         return value
+
+    @field_validator("metric_names_formats")
+    @classmethod
+    def _known_formats(cls, value: str) -> str:
+        return ",".join(parse_metric_names_formats(value))
 
     # -- parsing -------------------------------------------------------------------------------
     @classmethod
@@ -286,6 +299,11 @@ class MirrorSinkConfig(BaseModel):
         if not (self.emit_offset_syncs and self.transaction_producer):
             return None
         return TargetPartition(offset_syncs_topic(self.source_alias), 0)
+
+    @property
+    def metric_names(self) -> tuple[MetricNamesFormat, ...]:
+        """``metric.names.formats``: the names MirrorMaker 2's series of this connector are exported under."""
+        return parse_metric_names_formats(self.metric_names_formats)
 
     def replication_policy(self) -> ReplicationPolicy:
         """The configured ``replication.policy.class``."""
@@ -432,4 +450,8 @@ KEY_DOCS: dict[str, str] = {
     "FAILED (-1: for ever).",
     "metrics.aggregate": "partition (default): per-partition metric series; topic: one series per topic "
     '(partition="all"), for many thousands of partitions.',
+    "metric.names.formats": "MirrorMaker 2's metric names (KIP-1280, Kafka 4.3), a list: legacy (default): "
+    "kafka_connect_mirror_mirrorsourceconnector_*{source,target,topic,partition}; new: "
+    "kafka_connect_plugins_*{connector,task,source,target,topic,partition}; legacy,new: both, with the same "
+    "values (for a migration; twice the series). Kafka 5.0 removes the legacy names.",
 }

@@ -15,6 +15,7 @@ class TaskMetrics:
     def __init__(self, connector: str, task: int, source_alias: str, target_alias: str) -> None:
         labels = (connector, str(task))
         self._labels = labels
+        self._task = task
         self._aliases = (source_alias, target_alias)
         self._read = m.sink_record_read_total.labels(*labels)
         self._sent = m.sink_record_send_total.labels(*labels)
@@ -40,7 +41,7 @@ class TaskMetrics:
     def committed(self, path: DataPath) -> None:
         """The open cycle committed: its records per target partition, its duration, the path's counters."""
         stats = path.take_stats()
-        m.MIRROR.committed(self._labels[0], *self._aliases, stats)
+        m.MIRROR.committed(self._labels[0], *self._aliases, stats, task=self._task)
         self._sent.inc(sum(s.records for s in stats.values()))
         self._completed.inc()
         self._committed.inc()

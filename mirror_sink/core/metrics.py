@@ -1,11 +1,17 @@
 """Prometheus metrics: MirrorMaker 2's and Kafka Connect's names, and the mirror's own.
 
 MirrorMaker 2 and Connect export JMX; Strimzi's JMX-exporter rules turn
-``kafka.connect.mirror:type=MirrorSourceConnector,target=..,topic=..,partition=..`` attribute
+``kafka.connect.mirror:type=MirrorSourceConnector,source=..,target=..,topic=..,partition=..`` attribute
 ``record-count`` into ``kafka_connect_mirror_mirrorsourceconnector_record_count{source,target,topic,
 partition}`` (and Connect's ``sink-task-metrics`` into ``kafka_connect_sink_task_metrics_*``), which
 existing MM2 dashboards and alerts query: those names and labels are exported here as they are
 (gauges, as the JMX exporter shows them). The mirror's own series start with ``mirror_sink_``.
+
+Kafka 4.3 (KIP-1280) gave MirrorMaker 2's per-partition metrics new names,
+``kafka_connect_plugins_record_count{connector,task,source,target,topic,partition}`` and so on
+(``metric_names`` has both formats): each connector's ``metric.names.formats`` picks the names its
+partitions are exported under, as in Kafka (``legacy``, the default; ``new``; or both, with the same
+values).
 
 Tasks record per cycle, never per record: the cost is a few dictionary updates per committed
 partition. Rates and the latency window are computed when Prometheus scrapes.
@@ -16,17 +22,24 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from mirror_sink.core.metric_names import (
+    DEFAULT_METRIC_NAMES_FORMATS,
+    MM2,
+    MM2_ATTRIBUTES,
+    MM2_LABELS,
+    MM2_NEW,
+    MM2_NEW_LABELS,
+    MetricNamesFormat,
+)
 from mirror_sink.core.partitions import TargetPartition
 
-MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
-MM2_LABELS = ("source", "target", "topic", "partition")
 SINK_TASK = "kafka_connect_sink_task_metrics_"
 TASK_LABELS = ("connector", "task")
 #: MirrorMaker 2's rates and latency statistics cover a 30 s window (Kafka metrics' samples).
@@ -158,27 +171,101 @@ class CycleStats:
         self.read_sum += records * read_ms
 
 
+#: A commit in a partition's 30 s window: (commit time, records, bytes, latency min, max, sum,
+#: record age sum in ms).
+_Commit = tuple[float, int, int, float, float, float, float]
+
+
 @dataclass
 class _Partition:
     records: int = 0
     bytes: int = 0
-    #: (commit time, records, bytes, latency min, max, sum, record age sum in ms) per commit in the window
-    window: deque[tuple[float, int, int, float, float, float, float]] = field(default_factory=deque)
+    #: The task that committed last: the new names' ``task`` label (a partition the shadow group moves
+    #: to another task keeps its counts, so that both formats show the same values).
+    task: int = 0
+    window: deque[_Commit] = field(default_factory=deque)
+
+
+@dataclass(slots=True)
+class _Row:
+    """One series' values, summed over the partitions it stands for."""
+
+    records: int = 0
+    bytes: int = 0
+    w_records: int = 0
+    w_bytes: int = 0
+    lat_min: float = float("inf")
+    lat_max: float = 0.0
+    lat_sum: float = 0.0
+    lat_n: int = 0
+    age_sum: float = 0.0
+
+    def add(self, part: _Partition) -> None:
+        """Count ``part`` (its window already pruned) in this series."""
+        self.records += part.records
+        self.bytes += part.bytes
+        for _, n, b, lat_min, lat_max, lat_sum, age_sum in part.window:
+            self.w_records += n
+            self.w_bytes += b
+            self.lat_min = min(self.lat_min, lat_min)
+            self.lat_max = max(self.lat_max, lat_max)
+            self.lat_sum += lat_sum
+            self.lat_n += n
+            self.age_sum += age_sum
+
+    def values(self) -> dict[str, float]:
+        """The attributes of ``MM2_ATTRIBUTES``; the latency and age ones only once the window has records."""
+        # Kafka's Rate (2 samples of 30 s, as MM2 configures it) never divides by less than a full
+        # window, so a young partition's rate ramps up rather than overshooting.
+        values: dict[str, float] = {
+            "record_count": self.records,
+            "byte_count": self.bytes,
+            "record_rate": self.w_records / WINDOW_S,
+            "byte_rate": self.w_bytes / WINDOW_S,
+        }
+        if self.lat_n:
+            avg = self.lat_sum / self.lat_n
+            age = max(0.0, self.age_sum / self.lat_n)
+            values |= {
+                "replication_latency_ms": avg,
+                "replication_latency_ms_min": self.lat_min,
+                "replication_latency_ms_max": self.lat_max,
+                "replication_latency_ms_avg": avg,
+                "record_age_ms": age,
+                "record_age_ms_avg": age,
+            }
+        return values
 
 
 class MirrorMetrics(Collector):
-    """MirrorMaker 2's per-partition series, computed at scrape time from what the tasks committed."""
+    """MirrorMaker 2's per-partition series, computed at scrape time from what the tasks committed, under
+    the legacy names, KIP-1280's new ones, or both, as each connector's ``metric.names.formats`` says."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._partitions: dict[tuple[str, str, str, int], _Partition] = {}
+        #: By (connector, source alias, target alias, target topic, partition).
+        self._partitions: dict[tuple[str, str, str, str, int], _Partition] = {}
         self._by_connector: dict[str, int] = {}
         #: Source aliases whose connector has ``metrics.aggregate=topic``: one series per topic
         #: (partition="all"), for very many partitions.
         self.topic_level: set[str] = set()
+        #: Each connector's ``metric.names.formats``; one not set here has Kafka's default (legacy).
+        self._formats: dict[str, frozenset[MetricNamesFormat]] = {}
 
-    def committed(self, connector: str, source: str, target: str, stats: dict[TargetPartition, CycleStats]) -> None:
-        """A cycle's commit: count it and its replication latency (commit time minus record time)."""
+    def set_formats(self, connector: str, formats: Iterable[MetricNamesFormat]) -> None:
+        """Export ``connector``'s partitions under ``formats`` from the next scrape on."""
+        with self._lock:
+            self._formats[connector] = frozenset(formats)
+
+    def formats(self, connector: str) -> frozenset[MetricNamesFormat]:
+        """The names ``connector``'s partitions are exported under."""
+        with self._lock:
+            return self._formats.get(connector, frozenset(DEFAULT_METRIC_NAMES_FORMATS))
+
+    def committed(
+        self, connector: str, source: str, target: str, stats: dict[TargetPartition, CycleStats], *, task: int = 0
+    ) -> None:
+        """A cycle's commit by ``task``: count it and its replication latency (commit time minus record time)."""
         now = time.time()
         now_ms = now * 1000
         with self._lock:
@@ -188,10 +275,11 @@ class MirrorMetrics(Collector):
             for tp, s in stats.items():
                 if not s.records:
                     continue
-                key = (source, target, tp.topic, tp.partition)
+                key = (connector, source, target, tp.topic, tp.partition)
                 part = self._partitions.get(key)
                 if part is None:
                     part = self._partitions[key] = _Partition()
+                part.task = task
                 part.records += s.records
                 part.bytes += s.bytes
                 lat_sum = s.records * now_ms - s.ts_sum
@@ -204,67 +292,36 @@ class MirrorMetrics(Collector):
             return self._by_connector.get(connector, 0)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        """The MM2 series (Prometheus calls this on every scrape)."""
-        families = {
-            name: GaugeMetricFamily(MM2 + name, doc, labels=MM2_LABELS)
-            for name, doc in (
-                ("record_count", "Records mirrored to the target partition (committed) since the process started."),
-                ("byte_count", "Record bytes (key + value) mirrored since the process started."),
-                ("record_rate", "Records per second over the last 30 s."),
-                ("byte_rate", "Bytes per second over the last 30 s."),
-                ("replication_latency_ms", "Mean time from a record's timestamp to its commit, last 30 s."),
-                ("replication_latency_ms_min", "Shortest time from record timestamp to commit, last 30 s."),
-                ("replication_latency_ms_max", "Longest time from record timestamp to commit, last 30 s."),
-                ("replication_latency_ms_avg", "Mean time from record timestamp to commit, last 30 s."),
-                (
-                    "record_age_ms",
-                    "Mean age of records when the mirror read them (read time minus timestamp), last 30 s.",
-                ),
-                ("record_age_ms_avg", "Mean age of records when read, last 30 s."),
-            )
-        }
+        """The MM2 series (Prometheus calls this on every scrape): a family only where it has samples."""
         horizon = time.time() - WINDOW_S
-        rows: dict[tuple[str, str, str, str], list[float]] = {}
+        legacy: dict[tuple[str, ...], _Row] = {}
+        new: dict[tuple[str, ...], _Row] = {}
+        default = frozenset(DEFAULT_METRIC_NAMES_FORMATS)
         with self._lock:
-            for (source, target, topic, partition), part in self._partitions.items():
+            for (connector, source, target, topic, partition), part in self._partitions.items():
                 while part.window and part.window[0][0] < horizon:
                     part.window.popleft()
-                label = "all" if source in self.topic_level else str(partition)
-                row = rows.setdefault((source, target, topic, label), [0, 0, 0, 0, float("inf"), 0.0, 0.0, 0, 0.0, 0.0])
-                # Kafka's Rate (2 samples of 30 s, as MM2 configures it) never divides by less than a
-                # full window, so a young partition's rate ramps up rather than overshooting.
-                row[9] = WINDOW_S
-                row[0] += part.records
-                row[1] += part.bytes
-                for _, n, b, lat_min, lat_max, lat_sum, age_sum in part.window:
-                    row[2] += n
-                    row[3] += b
-                    row[4] = min(row[4], lat_min)
-                    row[5] = max(row[5], lat_max)
-                    row[6] += lat_sum
-                    row[7] += n
-                    row[8] += age_sum
-        for labels, row in rows.items():
-            records, nbytes, w_records, w_bytes, lat_min, lat_max, lat_sum, lat_n, age_sum, span = row
-            values = {
-                "record_count": records,
-                "byte_count": nbytes,
-                "record_rate": w_records / span,
-                "byte_rate": w_bytes / span,
-            }
-            if lat_n:
-                avg = lat_sum / lat_n
-                values |= {
-                    "replication_latency_ms": avg,
-                    "replication_latency_ms_min": lat_min,
-                    "replication_latency_ms_max": lat_max,
-                    "replication_latency_ms_avg": avg,
-                    "record_age_ms": max(0.0, age_sum / lat_n),
-                    "record_age_ms_avg": max(0.0, age_sum / lat_n),
-                }
-            for name, value in values.items():
-                families[name].add_metric(list(labels), value)
-        yield from families.values()
+                per_topic = source in self.topic_level
+                label = "all" if per_topic else str(partition)
+                formats = self._formats.get(connector, default)
+                if MetricNamesFormat.LEGACY in formats:
+                    legacy.setdefault((source, target, topic, label), _Row()).add(part)
+                if MetricNamesFormat.NEW in formats:
+                    # Per topic, a topic's partitions may be spread over the tasks: its one series
+                    # stands for all of them, as partition="all" does for its partitions.
+                    task = "all" if per_topic else str(part.task)
+                    new.setdefault((connector, task, source, target, topic, label), _Row()).add(part)
+        yield from _families(MM2, MM2_LABELS, legacy)
+        yield from _families(MM2_NEW, MM2_NEW_LABELS, new)
+
+
+def _families(prefix: str, labels: tuple[str, ...], rows: dict[tuple[str, ...], _Row]) -> Iterator[GaugeMetricFamily]:
+    """One gauge family per attribute of ``MM2_ATTRIBUTES`` that has a sample in ``rows``."""
+    families = {name: GaugeMetricFamily(prefix + name, doc, labels=labels) for name, doc in MM2_ATTRIBUTES}
+    for key, row in rows.items():
+        for name, value in row.values().items():
+            families[name].add_metric(list(key), value)
+    yield from (family for family in families.values() if family.samples)
 
 
 #: The process's MM2-series collector, registered with prometheus-client's default registry.

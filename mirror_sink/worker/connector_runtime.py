@@ -225,6 +225,7 @@ class ConnectorRuntime:
                 self.lag.start()
             if cfg.metrics_aggregate == "topic":
                 MIRROR.topic_level.add(cfg.source_alias)
+            MIRROR.set_formats(cfg.name, cfg.metric_names)  # a new config comes with a new runtime
 
     def _stop_tasks(self, until: float | None = None) -> None:
         """Stop every task, each finishing its cycle; with ``until`` (a monotonic time), a task still

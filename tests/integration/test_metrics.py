@@ -29,20 +29,56 @@ from tests.integration.harness import (
 )
 
 MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
+#: KIP-1280's names of the same series (metric.names.formats=new): MM2's attribute after this prefix.
+MM2_NEW = "kafka_connect_plugins_"
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+Samples = dict[str, list[tuple[dict[str, str], float]]]
 
 
-def used_series() -> set[str]:
-    """Every series the Grafana dashboard and the alert rules query."""
+def used_series(metric_names: str) -> set[str]:
+    """Every series the Grafana dashboard and the alert rules query, with the dashboard's choice of
+    MM2 metric names (``legacy`` or ``new``: its ``metric_names`` variable) set to ``metric_names``."""
     dashboard = json.loads((DEPLOY / "grafana" / "mirror-sink-dashboard.json").read_text())
+    (choice,) = [v for v in dashboard["templating"]["list"] if v["name"] == "metric_names"]
+    (prefix,) = [o["value"] for o in choice["options"] if o["text"] == metric_names]
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     exprs += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
     rules = yaml.safe_load((DEPLOY / "prometheus" / "mirror-sink-alerts.yml").read_text())
     exprs += [r["expr"] for g in rules["groups"] for r in g["rules"]]
     names = set()
-    for expr in exprs:
+    for template in exprs:
+        expr = template.replace("${metric_names}", prefix)
+        assert "$" not in re.sub(r"\$(?:__\w+|source|topic|connector)\b", "", expr), f"unknown variable in {expr}"
         names |= set(re.findall(r"\b((?:kafka_connect|mirror_sink)_[a-z0-9_]+)", expr))
     return names
+
+
+def assert_new_twins(m: Samples, connector: str, task: str, **labels: str) -> int:
+    """Every legacy MM2 sample with ``labels`` has its KIP-1280 twin, under the new name with ``connector``
+    and ``task`` beside the same labels, with the same value, and the connector has no other new-name
+    sample with ``labels``; how many twins there are."""
+    twins = 0
+    for name, samples in m.items():
+        if not name.startswith(MM2):
+            continue
+        new_name = MM2_NEW + name.removeprefix(MM2)
+        new = {tuple(sorted(lab.items())): v for lab, v in m.get(new_name, [])}
+        for lab, value in samples:
+            if all(lab.get(k) == v for k, v in labels.items()):
+                key = tuple(sorted({**lab, "connector": connector, "task": task}.items()))
+                assert key in new, f"{name}{lab} has no twin {new_name}{dict(key)}"
+                assert new[key] == value, (name, lab, value, new[key])
+                twins += 1
+    wanted = {"connector": connector, **labels}
+    new_samples = [
+        lab
+        for n, s in m.items()
+        if n.startswith(MM2_NEW)
+        for lab, _ in s
+        if all(lab.get(k) == v for k, v in wanted.items())
+    ]
+    assert len(new_samples) == twins, f"new-name samples without a legacy twin: {len(new_samples)} for {twins} twins"
+    return twins
 
 
 def test_worker_metrics_count_what_was_mirrored_and_the_lag(
@@ -62,11 +98,26 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
         "emit.checkpoints.interval.seconds": "1",
         "verify.enabled": "true",
         "verify.interval.seconds": "1",
+        # KIP-1280: MirrorMaker 2's series under both names, as while migrating dashboards.
+        "metric.names.formats": "legacy,new",
     }
     config = {k: v for k, v in mirror_config(name, source, target, topic, **checkpoints).items() if k != "name"}
     assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    # Beside it, a connector with the new names only.
+    new_name, new_topic = unique("metricsnew"), unique("metricsnew")
+    create_topic(source.bootstrap_servers, new_topic, 1)
+    produce(source.bootstrap_servers, new_topic, [Rec(b"k", b"v%d" % i) for i in range(40)])
+    new_config = mirror_config(new_name, source, target, new_topic, **{"metric.names.formats": "new"})
+    new_config.pop("name")
+    assert client.post("/connectors", json={"name": new_name, "config": new_config}).status_code == 201
     group = f"connect-{name}"
     wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the mirror")
+    new_target = f"source.{new_topic}"
+    wait_until(
+        lambda: shadow_caught_up(source, new_topic, target, new_target, f"connect-{new_name}"),
+        90,
+        "the new-names mirror",
+    )
 
     url = f"{worker.url}/metrics"
 
@@ -101,9 +152,10 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     assert total(m, "mirror_sink_verified_bytes_total", connector=name, topic=target_topic) > 0
     assert total(m, "mirror_sink_verify_mismatches_total", connector=name) == 0
     assert total(m, "mirror_sink_verify_unverifiable_records_total", connector=name) == 0
-    # Every series the dashboard and the alert rules use exists on a live worker.
-    missing = used_series() - set(m)
-    assert not missing, f"the dashboard or alert rules use series the worker does not export: {sorted(missing)}"
+    # Every series the dashboard and the alert rules use exists on a live worker, with either MM2 names.
+    for metric_names in ("legacy", "new"):
+        missing = used_series(metric_names) - set(m)
+        assert not missing, f"the dashboard ({metric_names}) or alert rules use series not exported: {sorted(missing)}"
     assert total(m, "kafka_connect_worker_connector_running_task_count", connector=name) == 1
     assert total(m, "kafka_connect_connector_status", connector=name, status="running") == 1
     assert total(m, "kafka_connect_connector_task_status", connector=name, task="0", status="running") == 1
@@ -116,6 +168,13 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
         assert MM2 + "replication_latency_ms" + stat in m
         assert total(m, MM2 + "replication_latency_ms" + stat, topic=target_topic) >= 0
     assert MM2 + "record_age_ms" in m and total(m, MM2 + "record_age_ms_avg", topic=target_topic) >= 0
+    # legacy,new: every legacy series has its KIP-1280 twin with the same value (the same scrape).
+    # (The counts and rates at least, per partition; the latencies too while a commit is in their 30 s.)
+    assert assert_new_twins(m, name, "0", topic=target_topic) >= 2 * 4
+    # new: KIP-1280's names only, with the connector and task, counting the records exactly.
+    assert not [lab for n, s in m.items() if n.startswith(MM2) for lab, _ in s if lab["topic"] == new_target]
+    assert total(m, MM2_NEW + "record_count", connector=new_name, task="0", topic=new_target, partition="0") == 40
+    assert [lab["task"] for lab, _ in m[MM2_NEW + "byte_count"] if lab["connector"] == new_name] == ["0"]
     # Connect's sink-task series and the mirror's own.
     assert total(m, "kafka_connect_sink_task_metrics_sink_record_send_total", connector=name) == load.committed
     assert total(m, "kafka_connect_sink_task_metrics_sink_record_read_total", connector=name) >= load.committed
@@ -167,6 +226,9 @@ def test_run_serves_metrics_on_its_own_port(
             return total(m, MM2 + "record_count", topic=target_topic, partition="all") == 120
 
         wait_until(counted, 30, "record_count per topic", interval=1)
-        assert "process_cpu_seconds_total" in scrape(url)
+        m = scrape(url)
+        assert "process_cpu_seconds_total" in m
+        # Kafka's default metric.names.formats: the legacy names only.
+        assert not [n for n in m if n.startswith(MM2_NEW)], sorted(m)
     finally:
         assert proc.stop() == 0, proc.log_tail()
