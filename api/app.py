@@ -146,6 +146,14 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         code = {"healthy": 200, "starting": 503}.get(status, 500)
         return JSONResponse(HealthResponse(status=status, message=message).model_dump(), status_code=code)
 
+    @app.get("/health/ready", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
+    def ready() -> JSONResponse:
+        """Readiness (not in Connect): 200 once every connector and task of this worker is RUNNING (or
+        PAUSED/STOPPED as asked), 503 naming those it still waits for."""
+        is_ready, message = herder.readiness()
+        body = HealthResponse(status="healthy" if is_ready else "starting", message=message).model_dump()
+        return JSONResponse(body, status_code=200 if is_ready else 503)
+
     # -- connectors -----------------------------------------------------------------------------
     @app.get("/connectors", response_model=list[str] | dict[str, dict[str, Any]])
     def list_connectors(expand: Annotated[list[str] | None, Query()] = None) -> Any:

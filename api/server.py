@@ -17,24 +17,20 @@ import logging
 import signal
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
-import mirror_sink
 from api.app import create_app
 from api.security import ListenerApp
 from api.tls import server_context
-from mirror_sink.core import clients
+from mirror_sink.core import build_info, clients
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.process_exit import exit_now
 from mirror_sink.worker.herder import Herder
@@ -42,18 +38,6 @@ from mirror_sink.worker.rest_credentials import BasicAuthenticator
 from mirror_sink.worker.worker_config import Listener, WorkerConfig
 
 log = logging.getLogger(__name__)
-
-
-@cache
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(Path(mirror_sink.__file__).resolve().parents[1]), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )  # fmt: skip
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 #: How long one cluster-id lookup may take (a TLS and SASL handshake on a busy machine, too).
@@ -240,7 +224,7 @@ class RestServer:
         config = self.config
         app = create_app(
             herder,
-            commit=_commit(),
+            commit=build_info.commit(),
             cluster_id=_ClusterIdReader(config.bootstrap_servers, herder, config.kafka_client_config()),
         )
         faulthandler.register(signal.SIGUSR1, all_threads=True)

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from mirror_sink.core.config_files import parse_properties
+from mirror_sink.core.config_providers import resolve
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.paths import data_dir
 from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
 from mirror_sink.worker.herder import Herder, HerderError
 from mirror_sink.worker.mm2_config import load_mm2_file
 from mirror_sink.worker.status_store import KafkaStatusBackingStore
-from mirror_sink.worker.worker_config import WorkerConfig
+from mirror_sink.worker.worker_config import WorkerConfig, settings_from_env
 
 if TYPE_CHECKING:
     from api.server import RestServer
@@ -25,9 +28,17 @@ log = logging.getLogger(__name__)
 
 
 def _load(args: argparse.Namespace) -> WorkerConfig:
+    """The worker's settings: the properties file, then ``CONNECT_*`` variables (a container's), then
+    the flags, each over the one before."""
     props: dict[str, object] = {}
     if args.worker_config is not None:
         props.update(parse_properties(Path(args.worker_config).read_text()))
+    from_env = settings_from_env(os.environ)
+    if from_env:
+        log.info("worker settings from CONNECT_* variables: %s", ", ".join(sorted(from_env)))  # keys only
+    props.update(from_env)
+    # ${file:...} and ${env:...}, as in connector configs: credentials come mounted as files.
+    props = {k: v for k, v in resolve({k: str(v) for k, v in props.items()}).items()}
     for key, value in (("listeners", args.listeners), ("worker.id", args.worker_id), ("data.dir", args.data_dir)):
         if value is not None:
             props[key] = value
@@ -102,7 +113,33 @@ def run_worker(args: argparse.Namespace) -> int:
         return 2
     herder = Herder(config.id, _store(config), _status(config))
     herder.start()
+    if config.connectors_config_dir is not None:
+        try:
+            _apply_connector_files(herder, config.connectors_config_dir)
+        except ConfigError as exc:
+            log.error("connector config refused: %s", exc)
+            herder.stop()
+            rest.close()
+            return 2
     return rest.serve(herder)
+
+
+def _apply_connector_files(herder: Herder, directory: Path) -> None:
+    """PUT each ``*.json`` in ``directory`` (Connect's ``{"name": .., "config": {..}}``), in name order.
+    Every worker of a group may do so at once: the same config again changes nothing that runs."""
+    if not directory.is_dir():
+        raise ConfigError("connectors.config.dir", f"{directory} is not a directory")
+    for path in sorted(directory.glob("*.json")):
+        try:
+            document = json.loads(path.read_text())
+            name, connector = document["name"], document["config"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError("connectors.config.dir", f"{path}: not a connector config ({exc!r})") from exc
+        try:
+            outcome = herder.declare(name, connector)
+        except HerderError as exc:
+            raise ConfigError("connectors.config.dir", f"{path} (connector {name}): {exc}") from exc
+        log.info("connector %s from %s: %s", name, path, outcome)
 
 
 def run_mm2(args: argparse.Namespace) -> int:

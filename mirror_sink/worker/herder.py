@@ -21,7 +21,7 @@ from typing import Any
 
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
 from mirror_sink.worker.connector_offsets import ConnectorOffsetsAdmin
-from mirror_sink.worker.connector_runtime import ConnectorRuntime
+from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
 from mirror_sink.worker.connector_validation import checked_config
 from mirror_sink.worker.herder_queries import HerderQueries
 from mirror_sink.worker.herder_types import Conflict, HerderError, TaskNotFound
@@ -32,6 +32,9 @@ from mirror_sink.worker.worker_metrics import WORKER_METRICS
 __all__ = ["Herder", "HerderError"]
 
 log = logging.getLogger(__name__)
+
+#: States a readiness probe waits no longer for: running, or held as the operator asked.
+_SETTLED = frozenset({ConnectorState.RUNNING, ConnectorState.PAUSED, ConnectorState.STOPPED})
 
 
 class Herder:
@@ -115,6 +118,26 @@ class Herder:
             return "unhealthy", f"Worker's herder loop has not completed a round for {idle:.0f} s."
         return "healthy", "Worker has completed startup and is ready to handle requests."
 
+    def readiness(self) -> tuple[bool, str]:
+        """Ready once healthy and every connector and task this worker runs is RUNNING, or PAUSED or
+        STOPPED as asked (Kubernetes' readiness probe: a rollout waits for it before the next pod)."""
+        status, message = self.health()
+        if status != "healthy":
+            return False, message
+        here = self.worker.worker_id
+        waiting = []
+        for name in self.queries.names():
+            found = self.queries.status(name)
+            states = [(name, found.connector)] + [(f"{name} task {t.id}", t.status) for t in found.tasks]
+            waiting += [
+                f"{what} is {state.state}"
+                for what, state in states
+                if state.worker_id == here and state.state not in _SETTLED
+            ]
+        if waiting:
+            return False, "Not every connector and task of this worker runs yet: " + "; ".join(waiting) + "."
+        return True, "Every connector and task of this worker runs."
+
     def _apply_remote(self, name: str, stored: StoredConnector | None) -> None:
         """Apply another worker's change to the shared store (None: the connector was deleted)."""
         with self.worker.lock:
@@ -145,6 +168,16 @@ class Herder:
             self.store.put(name, stored)
             self.worker.apply(name, stored)
             return previous is None
+
+    def declare(self, name: str, config: Mapping[str, Any]) -> str:
+        """Make ``name`` run ``config`` (a declared connector, e.g. from a Kubernetes ConfigMap):
+        "created", "updated", or "unchanged" when it already has that config, which then keeps running
+        untouched, as each worker of a group re-declares the same files at its start."""
+        with self.worker.lock:
+            previous = self.worker.stored.get(name)
+            if previous is not None and previous.config == checked_config(name, config):
+                return "unchanged"
+            return "created" if self.put_config(name, config) else "updated"
 
     def patch_config(self, name: str, patch: Mapping[str, Any]) -> None:
         """PATCH /connectors/{name}/config: merge, a null value deletes the key."""

@@ -57,6 +57,28 @@ _CLIENT_KEYS = frozenset(
 _CLIENT_AUTH = ("none", "requested", "required")
 
 
+#: Worker settings in the environment, as Confluent's Connect images take them: ``CONNECT_`` then the key.
+CONNECT_ENV_PREFIX = "CONNECT_"
+
+
+def settings_from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """Worker settings from ``CONNECT_*`` variables, in the convention of Confluent's Connect images:
+    upper case, ``.`` as ``_``, ``-`` as ``__`` and ``_`` as ``___`` (``CONNECT_CONFIG_STORAGE`` is
+    ``config.storage``, ``CONNECT_REST_ADVERTISED__HOST`` would be ``rest.advertised-host``).
+
+    ``MIRROR_SINK_*`` variables are another set (the CLI's own: log level, data directory) and never
+    read here, so the two cannot collide."""
+    settings = {}
+    for name, value in environ.items():
+        if not name.startswith(CONNECT_ENV_PREFIX) or name == CONNECT_ENV_PREFIX:
+            continue
+        key = name[len(CONNECT_ENV_PREFIX) :].lower()
+        # Longest run first: "___" is an underscore, "__" a dash, "_" a dot.
+        key = key.replace("___", "\0").replace("__", "-").replace("_", ".").replace("\0", "_")
+        settings[key] = value
+    return settings
+
+
 @dataclass(frozen=True)
 class Listener:
     """One REST listener: ``http`` or ``https`` on a host and port."""
@@ -128,6 +150,9 @@ class WorkerConfig(BaseModel):
     data_dir: Path = Field(default_factory=lambda: data_dir() / "worker", alias="data.dir")
     config_storage: str = Field("file", alias="config.storage", pattern="^(file|kafka)$")
     config_storage_topic: str = Field("mirror-sink-configs", alias="config.storage.topic")
+    #: Connector configs (Connect's ``{"name": .., "config": {..}}`` JSON files) applied at each start,
+    #: as a PUT of each: a Kubernetes ConfigMap of connectors, declared rather than POSTed by hand.
+    connectors_config_dir: Path | None = Field(None, alias="connectors.config.dir")
     #: With config.storage=kafka: the workers' heartbeats and every task's state (Connect's status topic).
     status_storage_topic: str = Field("mirror-sink-status", alias="status.storage.topic")
     bootstrap_servers: str | None = Field(None, alias="bootstrap.servers")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from devkafka.data import ProduceSpec, Rec, end_offsets, produce
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
+    ChildProcess,
     LiveReader,
     TransactionalLoad,
     Unique,
@@ -307,3 +309,49 @@ def test_checkpoints_are_visible_per_connector(
             "timestamp_ms": mine[0]["timestamp_ms"],
         }
     ]
+
+
+def test_declared_connectors_from_a_directory_and_readiness(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
+) -> None:
+    """A Kubernetes ConfigMap of connectors: ``connectors.config.dir`` (here from a ``CONNECT_*``
+    variable, as the image takes worker settings) is applied at each start; the same file again leaves
+    the running connector alone; ``/health/ready`` answers 200 only once its tasks run."""
+    name, topic = unique("declared"), source_topic("declared", 2)
+    produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i) for i in range(200)])
+    declared = tmp_path / "connectors"
+    declared.mkdir()
+    (declared / f"{name}.json").write_text(
+        json.dumps({"name": name, "config": connector_config(source, target, topic, **{"tasks.max": "2"})})
+    )
+    worker = WorkerProcess(tmp_path)
+    worker.env["CONNECT_CONNECTORS_CONFIG_DIR"] = str(declared)
+    worker.start()
+    try:
+        client = httpx.Client(base_url=worker.url, timeout=60)
+        assert client.get("/connectors").json() == [name]
+        wait_until(lambda: client.get("/health/ready").status_code == 200, 60, "ready once the tasks run")
+        assert states(client, name) == ("RUNNING", ["RUNNING", "RUNNING"])
+        group = f"connect-{name}"
+        wait_until(lambda: shadow_caught_up(source, topic, target, f"source.{topic}", group), 90, "mirrored")
+        assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+
+        assert client.put(f"/connectors/{name}/pause").status_code == 202
+        wait_until(lambda: states(client, name)[0] == "PAUSED", 30, "PAUSED")
+        assert client.get("/health/ready").status_code == 200, "paused as asked is settled"
+        assert worker.stop() == 0
+        worker.start()  # the same file again: unchanged, so it stays paused as the operator left it
+        client = httpx.Client(base_url=worker.url, timeout=60)
+        wait_until(lambda: states(client, name)[0] == "PAUSED", 30, "still PAUSED after a restart")
+        assert f"connector {name} from " in worker.log_text() and ": unchanged" in worker.log_text()
+        assert worker.stop() == 0
+
+        (declared / "broken.json").write_text(json.dumps({"name": "broken", "config": {"topics": "x"}}))
+        ChildProcess.start(worker)  # not WorkerProcess.start: it would wait for a REST API that never comes
+        assert worker.wait(60) == 2
+        refused = [line for line in worker.log_tail().splitlines() if "connector config refused" in line]
+        assert refused and "broken.json (connector broken)" in refused[-1], worker.log_tail()
+        assert "source.cluster.bootstrap.servers: is required" in refused[-1]
+    finally:
+        if worker.alive():
+            worker.kill()
