@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # mirror-sink's developer entry point. From a fresh clone:
 #   bash deploy/dev.sh run    start the local source and target clusters and run the demo mirror job
-#   bash deploy/dev.sh test   install everything (Chromium too, for the browser test), then lint, type-check,
-#                             check the layers and run every test, in parallel (tests/tiers.py)
+#   bash deploy/dev.sh test   install everything (Chromium for the browser test, podman & co. for the image
+#                             tests), then lint, type-check, check the layers and run every test, in
+#                             parallel (tests/tiers.py)
+#   bash deploy/dev.sh image  build the worker image offline (deploy/image/image.sh); prints its name
+#                             and the path of its OCI archive
 #   bash deploy/dev.sh test --fast   the same checks, then only the unit tests and the shared-cluster tests
 # Both install what they need first: a virtualenv in .venv with the project and its dev extras
 # (re-installed when pyproject.toml changes) and the Kafka jars from Maven Central (cached once).
@@ -46,19 +49,25 @@ ensure_venv() {
   .venv/bin/python -c 'from mirror_sink.core.logs import configure_logging; configure_logging(); from devkafka import KafkaJars; KafkaJars.ensure()'
 }
 
-ensure_browser() {
-  # The status page's browser test drives Debian's headless Chromium with Selenium.
-  if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
-    return
-  fi
-  command -v apt-get >/dev/null || die "the browser test needs Chromium and ChromeDriver (apt-get not found to install them)"
-  echo "dev.sh: installing Chromium and ChromeDriver (Debian packages chromium, chromium-driver)"
+ensure_system_packages() {
+  # What the slow tier needs besides Python and Java, from Debian packages: the status page's browser
+  # test drives headless Chromium with Selenium; the image tests build and run images with buildah,
+  # podman (runc) and skopeo on a base debootstrap makes (no registry needed).
+  local missing=() tool package
+  for tool in chromium:chromium chromedriver:chromium-driver buildah:buildah podman:podman skopeo:skopeo \
+      runc:runc debootstrap:debootstrap; do
+    command -v "${tool%%:*}" >/dev/null || PATH="$PATH:/usr/sbin:/sbin" command -v "${tool%%:*}" >/dev/null \
+      || missing+=("${tool#*:}")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  command -v apt-get >/dev/null || die "the slow tests need ${missing[*]} (apt-get not found to install them)"
+  echo "dev.sh: installing Debian packages ${missing[*]}"
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
-  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver; } \
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } \
       > .venv/apt.log 2>&1; then
     tail -n 30 .venv/apt.log >&2
-    die "installing Chromium failed (full log: .venv/apt.log)"
+    die "installing ${missing[*]} failed (full log: .venv/apt.log)"
   fi
 }
 
@@ -68,6 +77,11 @@ case "${1:-}" in
     ensure_venv
     exec .venv/bin/mirror-sink-dev demo "$@"
     ;;
+  image)
+    shift
+    ensure_venv
+    exec bash deploy/image/image.sh "$@"
+    ;;
   test)
     shift
     tiers=()
@@ -76,7 +90,7 @@ case "${1:-}" in
       tiers=(-m "unit or kafka")  # no clusters of the tests' own, no benchmarks, wheel or browser
     fi
     ensure_venv
-    [ ${#tiers[@]} -gt 0 ] || ensure_browser
+    [ ${#tiers[@]} -gt 0 ] || ensure_system_packages
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy
@@ -88,6 +102,6 @@ case "${1:-}" in
       exec .venv/bin/pytest -n "${MIRROR_SINK_TEST_WORKERS:-3}" --dist loadgroup --no-loadscope-reorder "${tiers[@]}" "$@"
     ;;
   *)
-    die "usage: bash deploy/dev.sh run|test [args]"
+    die "usage: bash deploy/dev.sh run|image|test [args]"
     ;;
 esac

@@ -6,7 +6,8 @@ Every test is in exactly one tier, from what it needs:
 - ``kafka``: the session's shared source and target clusters (the rest of ``tests/integration``);
 - ``clusters``: clusters or JVMs of its own, known by the fixture that starts them
   (``OWN_CLUSTER_FIXTURES``);
-- ``slow``: the benchmark smoke runs, the wheel build and the browser (``SLOW_MODULES``).
+- ``slow``: the benchmark smoke runs, the wheel build, the browser and the brokers in containers
+  (``SLOW_MODULES``).
 
 ``-m unit`` or ``-m "unit or kafka"`` (what ``deploy/dev.sh test --fast`` runs) select by tier. With
 ``MIRROR_SINK_REQUIRE_KAFKA=1`` (the test command sets it) a skipped test of any tier but ``unit``
@@ -34,17 +35,21 @@ from typing import Any
 import pytest
 
 TIERS = ("unit", "kafka", "clusters", "slow")
-#: Modules that build or drive something big besides Kafka: benchmarks (MirrorMaker 2 JVMs), a wheel, a browser.
-SLOW_MODULES = frozenset({"test_bench_smoke", "test_wheel", "test_status_page"})
+#: Modules that build or drive something big besides Kafka: benchmarks (MirrorMaker 2 JVMs), a wheel, a browser,
+#: an image and its containers (the testcontainers backend).
+SLOW_MODULES = frozenset(
+    {"test_bench_smoke", "test_wheel", "test_status_page", "test_testcontainers_backend", "test_image"}
+)
 #: Under xdist, lanes: the tests that use any fixture of a lane run one after the other on one worker.
 #: A lane's fixtures start JVMs of their own (six brokers, a Spark cluster, a Spark driver, a secured
-#: pair), which would fight over the two cores if two of a lane ran at once, and module- or
-#: session-scoped ones then start only once. The longest lanes come first; every other test goes to
-#: whichever worker is free.
+#: pair, two brokers in containers) or build images, which would fight over the two cores if two of a
+#: lane ran at once, and module- or session-scoped ones then start only once. The longest lanes come
+#: first; every other test goes to whichever worker is free.
 LANES: dict[str, frozenset[str]] = {
     "brokers": frozenset({"replicated_pair", "linked_pair"}),
     "spark": frozenset({"spark_cluster", "spark_local"}),
     "secured": frozenset({"secured_pair"}),
+    "containers": frozenset({"container_pair", "worker_image"}),
 }
 #: Fixtures that start clusters or JVMs of the test's own, beside the shared pair: the lanes' fixtures.
 OWN_CLUSTER_FIXTURES = frozenset().union(*LANES.values())
@@ -94,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
         ("unit", "no broker"),
         ("kafka", "the session's shared source and target clusters"),
         ("clusters", "clusters or JVMs of the test's own (replicated, linked, secured, Spark)"),
-        ("slow", "benchmark smoke runs, the wheel build, the browser"),
+        ("slow", "benchmark smoke runs, the wheel build, the browser, brokers in containers"),
     ):
         config.addinivalue_line("markers", f"{tier}: tier: {meaning} (assigned in tests/tiers.py)")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) keeps the times
