@@ -97,6 +97,10 @@ class Cycle:
                     own.update(mappings)
                 own.serve()
                 self.metrics.serving(len(own.reading), own.rebalances - self._rebalances_seen)
+                if own.rebalances != self._rebalances_seen:
+                    # A new assignment starts a new streak: the old one's aborts (a session lost
+                    # while an abort waited on a dead coordinator) say nothing of what it can commit.
+                    self._aborting_since = None
                 self._rebalances_seen = own.rebalances
                 if lag_interval_s and now >= next_lag_commit:
                     self.commit_source_positions()
