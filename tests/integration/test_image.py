@@ -27,17 +27,16 @@ from mirror_sink.core import build_info
 from tests.helm_render import find, render_chart, worker_args, worker_env, worker_mounts
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
-    FAST_SETTINGS,
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
     committed_on_target,
+    connector_config,
     shadow_caught_up,
     wait_until,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = "org.apache.kafka.connect.mirror.MirrorSinkConnector"
 #: The container's user (distroless's "nonroot"), which must own the data volume.
 IMAGE_UID = 65532
 
@@ -138,18 +137,6 @@ def containers(worker_image: str, tmp_path: Path) -> Iterator[list[WorkerContain
         container.remove()
 
 
-def connector(source: KafkaEndpoint, target: KafkaEndpoint, topic: str, **extra: str) -> dict[str, str]:
-    """A REST connector config with the tests' fast timers."""
-    return {
-        "connector.class": PLUGIN,
-        "source.cluster.bootstrap.servers": source.bootstrap_servers,
-        "target.cluster.bootstrap.servers": target.bootstrap_servers,
-        "topics": topic,
-        **FAST_SETTINGS,
-        **extra,
-    }
-
-
 def test_the_image_runs_the_worker_exactly_as_non_root_on_a_read_only_root(
     worker_image: str,
     containers: list[WorkerContainer],
@@ -175,7 +162,7 @@ def test_the_image_runs_the_worker_exactly_as_non_root_on_a_read_only_root(
 
     name, topic = unique("image"), source_topic("image", 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 6000, pause_s=0.05, txn_id=unique("image-load"))
-    created = client.post("/connectors", json={"name": name, "config": connector(source, target, topic)})
+    created = client.post("/connectors", json={"name": name, "config": connector_config(source, target, topic)})
     assert created.status_code == 201, created.text
     wait_until(lambda: client.get("/health/ready").status_code == 200, 90, "ready: its tasks run", detail=worker.logs)
     target_topic, group = f"source.{topic}", f"connect-{name}"
@@ -226,7 +213,7 @@ def test_a_restart_with_the_same_worker_id_fences_the_old_container(
     client = httpx.Client(base_url=old.url, timeout=60)
     name, topic = unique("fence"), source_topic("fence", 2)
     load = TransactionalLoad(source.bootstrap_servers, topic, 2, 4000, pause_s=0.05, txn_id=unique("fence-load"))
-    config: dict[str, Any] = connector(source, target, topic, **{"tasks.max": "2"})
+    config: dict[str, Any] = connector_config(source, target, topic, **{"tasks.max": "2"})
     assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201
     wait_until(lambda: client.get("/health/ready").status_code == 200, 90, "old ready", detail=old.logs)
     target_topic, group = f"source.{topic}", f"connect-{name}"

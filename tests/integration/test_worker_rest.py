@@ -16,19 +16,18 @@ from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, end_offsets, produce
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
-    FAST_SETTINGS,
+    PLUGIN,
     ChildProcess,
     LiveReader,
     TransactionalLoad,
     Unique,
     WorkerProcess,
     assert_exact_mirror,
+    connector_config,
     contents,
     shadow_caught_up,
     wait_until,
 )
-
-PLUGIN = "org.apache.kafka.connect.mirror.MirrorSinkConnector"
 
 
 @pytest.fixture
@@ -39,18 +38,6 @@ def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
     yield process.start()
     if process.alive():
         process.kill()
-
-
-def connector_config(source: KafkaEndpoint, target: KafkaEndpoint, topics: str, **extra: str) -> dict[str, str]:
-    """A REST connector config with the tests' fast timers."""
-    return {
-        "connector.class": PLUGIN,
-        "source.cluster.bootstrap.servers": source.bootstrap_servers,
-        "target.cluster.bootstrap.servers": target.bootstrap_servers,
-        "topics": topics,
-        **FAST_SETTINGS,
-        **extra,
-    }
 
 
 def error(response: httpx.Response, status: int) -> str:
