@@ -29,13 +29,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from confluent_kafka import ConsumerGroupTopicPartitions
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer
 
-from bench.mirror_throughput import write_source
+from bench.mirror_throughput import PARTITIONS, write_source
 from devkafka.cluster import free_port
 from devkafka.pair import DevClusters
 from devkafka.podman import podman
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.stable_offsets import read_stable_offsets
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -86,15 +87,20 @@ def one_round(runtime: str, image: str, workdir: Path, clusters: tuple[str, str,
     os.chown(data, IMAGE_UID, IMAGE_UID)
     (etc / "worker.properties").write_text("")
     (etc / "connectors" / f"{name}.json").write_text(json.dumps(_connector(name, src, tgt, topic)))
-    admin = AdminClient({"bootstrap.servers": tgt})
     group = f"connect-{name}"
+    # A consumer's committed(), not the admin client's list_consumer_group_offsets: librdkafka crashes
+    # the process on the NOT_COORDINATOR a fresh group's first lookup gets (mirror_sink.core.stable_offsets).
+    reader = Consumer(
+        {"bootstrap.servers": tgt, "group.id": group, "isolation.level": "read_committed", "enable.auto.commit": False}
+    )
+    shadow = [(f"source.{topic}", p) for p in range(PARTITIONS)]
 
     def committed() -> bool:
-        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
         try:
-            return any(tp.offset >= 0 for tp in future.result(5).topic_partitions or [])
-        except Exception:  # the group does not exist yet
+            offsets = read_stable_offsets(reader, shadow, give_up_after_s=5)
+        except TaskFailure:
             return False
+        return any(offset is not None and offset > 0 for offset in offsets.values())
 
     listeners = f"http://127.0.0.1:{port}"
     declared = "/etc/mirror-sink/connectors" if runtime == "container" else str(etc / "connectors")
@@ -145,6 +151,7 @@ def one_round(runtime: str, image: str, workdir: Path, clusters: tuple[str, str,
         return {"rest_s": rest, "ready_s": ready, "first_commit_s": first}
     finally:
         stop()
+        reader.close()
 
 
 def main() -> None:
