@@ -52,7 +52,9 @@ def container_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[K
     """
     engine = container_engine()
     if engine == "docker" and not (os.environ.get("DOCKER_HOST") or shutil.which("docker")):
-        pytest.skip("neither podman nor Docker here")
+        # A failure, never a skip: `deploy/dev.sh test` installs podman, so a machine without either
+        # engine is one the test command did not set up.
+        pytest.fail("neither podman nor Docker here: `bash deploy/dev.sh test` installs podman from Debian")
     if engine == "podman" and kafka_image() == default_image():
         build_image()  # the script's cache: nothing to do when the image of this recipe exists
     with ExitStack() as stack:
