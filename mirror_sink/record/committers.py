@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure, ClientIdentity, lacking, principal_of
 from mirror_sink.core.bounded import call_bounded
-from mirror_sink.core.clients import classify
+from mirror_sink.core.clients import classify, is_fatal
 from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 from mirror_sink.core.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
@@ -210,12 +210,22 @@ class TransactionalCommitter(_CommitterBase):
         identity = self.deliveries.identity
         assert identity is not None
         text = err.str()
-        if "partition(s) to transaction" in text and self._written:
-            admin = clients.admin(identity.props, "mirror-sink-rights-check")
-            refused = lacking(admin, self._written, "WRITE")
-            if refused:
-                return identity.refused(err.code(), text, refused, "WRITE")
+        if "partition(s) to transaction" in text:
+            denied = self._write_refusal(text)
+            if denied is not None:
+                return denied
         return identity.refused(err.code(), text, self._offset_topics, "READ")
+
+    def _write_refusal(self, cause: str) -> AuthorizationFailure | None:
+        """WRITE denied on a topic the cycle's transaction writes, asked of the broker: librdkafka
+        says only that it could not add partitions to the transaction, or not even that."""
+        identity = self.deliveries.identity
+        if identity is None or not self._written:
+            return None
+        refused = lacking(clients.admin(identity.props, "mirror-sink-rights-check"), self._written, "WRITE")
+        if not refused:
+            return None
+        return AuthorizationFailure("target", "WRITE", "TOPIC", refused, principal_of(identity.props), cause=cause)
 
     def start(self) -> None:
         """init_transactions: fences a previous instance of this task slot and aborts its open transaction."""
@@ -240,13 +250,13 @@ class TransactionalCommitter(_CommitterBase):
         """Send the offset syncs and the offsets with the owning generation's metadata (fencing) and
         commit, all or nothing (``audit`` with them)."""
         self.begin()
+        self._offset_topics = sorted({tp.topic for tp in offsets})
+        extra = ([self.sync_topic] if self.sync_topic is not None and spans else []) + [a.where.topic for a in audit]
+        self._written = sorted({*self._offset_topics, *extra})
         if self.sync_topic is not None and spans:
             self._produce_syncs(self.sync_topic, spans)
         for where, key, value in audit:
             self._produce(where.topic, where.partition, key, value)
-        self._offset_topics = sorted({tp.topic for tp in offsets})
-        extra = ([self.sync_topic] if self.sync_topic is not None and spans else []) + [a.where.topic for a in audit]
-        self._written = sorted({*self._offset_topics, *extra})
         _call(
             "send_offsets_to_transaction",
             lambda: self.producer.send_offsets_to_transaction(offsets, metadata, self.timeout_s),
@@ -281,6 +291,17 @@ class TransactionalCommitter(_CommitterBase):
                 return
             except BufferError:
                 self.producer.poll(0.05)
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if is_fatal(err):
+                    raise RecoverableTaskFailure(f"producing to {topic}-{partition}: {err.str()}") from exc
+                if err.code() == KafkaError._STATE or err.txn_requires_abort():
+                    # The transaction failed in the background, often because the broker would not
+                    # add a partition to it: that refusal is the cause to report, not the state.
+                    raise self._write_refusal(err.str()) or AbortCycle(
+                        f"producing to {topic}-{partition}: {err.str()}"
+                    ) from exc
+                raise
 
     def abort(self) -> None:
         """Abort the open transaction: none of its records or offsets ever become visible."""
