@@ -291,6 +291,7 @@ class Cycle:
 
     def log_progress(self) -> None:
         """One line of what the task has done, for operators."""
+        self.metrics.fetches(self.path)
         c = self.counters
         self.log.info(
             "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions; %s",

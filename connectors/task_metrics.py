@@ -29,6 +29,7 @@ class TaskMetrics:
         self._skipped_records = m.skipped_records_total.labels(*labels)  # 0 until a range is skipped
         self._recreations = m.topic_recreations_total.labels(*labels)  # 0 until a recreation is continued
         self._batches: dict[str, int] = {}
+        self._fetches: dict[tuple[str, str], int] = {}
         self._cycle_started: float | None = None
 
     def read(self, records: int) -> None:
@@ -76,6 +77,9 @@ class TaskMetrics:
         self._partitions.set(0)
         for kind in path.memory():
             m.memory_budget_bytes.labels(*self._labels, kind).set(0)
+        if path.fetch_sessions() is not None:
+            m.fetch_sessions.labels(*self._labels).set(0)
+            m.fetch_session_partitions.labels(*self._labels).set(0)
 
     def _path_counters(self, path: DataPath) -> None:
         for outcome, total in path.batch_counts().items():
@@ -85,3 +89,21 @@ class TaskMetrics:
                 self._batches[outcome] = total
         for kind, value in path.memory().items():
             m.memory_budget_bytes.labels(*self._labels, kind).set(value)
+        self.fetches(path)
+
+    def fetches(self, path: DataPath) -> None:
+        """The path's Fetches and fetch sessions (also between commits: an idle task commits nothing)."""
+        counts = path.fetch_sessions()
+        if counts is None:
+            return
+        for family, metric, totals in (
+            ("kind", m.fetch_requests_total, counts.requests),
+            ("reason", m.fetch_session_resets_total, counts.resets),
+        ):
+            for label, total in totals.items():
+                before = self._fetches.get((family, label), 0)
+                if total > before or (family, label) not in self._fetches:
+                    metric.labels(*self._labels, label).inc(total - before)
+                    self._fetches[(family, label)] = total
+        m.fetch_sessions.labels(*self._labels).set(counts.sessions)
+        m.fetch_session_partitions.labels(*self._labels).set(counts.partitions)

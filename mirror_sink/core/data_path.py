@@ -58,6 +58,17 @@ class Committer(Protocol):
 
 
 @dataclass(frozen=True)
+class FetchSessionCounts:
+    """Raw mode's Fetches to the source: sent by kind and session resets by reason (since the
+    start), and the fetch sessions held now with the partitions in them."""
+
+    requests: Mapping[str, int]
+    resets: Mapping[str, int]
+    sessions: int
+    partitions: int
+
+
+@dataclass(frozen=True)
 class Copied:
     """What one ``copy`` call added to the open cycle."""
 
@@ -129,6 +140,10 @@ class DataPath(Protocol):
 
     def memory(self) -> dict[str, int]:
         """Raw mode: the memory budget's in_use, limit and peak bytes; empty in record mode."""
+
+    def fetch_sessions(self) -> FetchSessionCounts | None:
+        """Raw mode: its Fetches and fetch sessions (KIP-227); None in record mode (librdkafka
+        sends a full Fetch every time)."""
 
     def describe(self) -> str:
         """The mode and its own counters, for progress logs."""

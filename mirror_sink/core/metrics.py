@@ -86,6 +86,24 @@ raw_batches_total = Counter(
     "Raw mode: source batches forwarded as they are, or re-encoded (by reason).",
     (*TASK_LABELS, "outcome"),
 )
+fetch_requests_total = Counter(
+    "mirror_sink_fetch_requests",
+    "Raw mode: Fetches sent to the source, by kind: full (names every partition, asks for a session), "
+    "incremental (names only what changed, KIP-227) or sessionless.",
+    (*TASK_LABELS, "kind"),
+)
+fetch_session_resets_total = Counter(
+    "mirror_sink_fetch_session_resets",
+    "Raw mode: fetch sessions given up for a full Fetch, by reason (the broker's error, disconnect, "
+    "closed, throttled, not_created).",
+    (*TASK_LABELS, "reason"),
+)
+fetch_sessions = Gauge(
+    "mirror_sink_fetch_sessions", "Raw mode: incremental fetch sessions held with source brokers.", TASK_LABELS
+)
+fetch_session_partitions = Gauge(
+    "mirror_sink_fetch_session_partitions", "Raw mode: partitions in the fetch sessions held.", TASK_LABELS
+)
 memory_budget_bytes = Gauge(
     "mirror_sink_memory_budget_bytes", "Raw mode's byte budget: in use, limit, peak.", (*TASK_LABELS, "kind")
 )

@@ -39,6 +39,11 @@ class FetchThread:
         """Start fetching (the fetcher's assigned partitions; assignments may change at any time)."""
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        """True while the thread runs (it alone drives the source connections then)."""
+        return self._thread.is_alive()
+
     def nudge(self) -> None:
         """Memory was freed or items were taken: let the thread send what the budget now allows."""
         if self.fetcher.held_back:

@@ -1,7 +1,9 @@
 """Raw read_committed Fetch from the source: whole record batches, never decompressed.
 
-One Fetch request in flight per source leader, carrying every assigned partition it leads that
-has room in its queue; ``fetch_thread.FetchThread`` drives ``fill`` and ``collect`` on a thread of
+One Fetch request in flight per source leader, in an incremental fetch session (KIP-227,
+``fetch_session``) holding every assigned partition it leads that has room in its queue: a Fetch
+names only the partitions whose fetch state changed, so an idle mirror's Fetches name none.
+``fetch_thread.FetchThread`` drives ``fill`` and ``collect`` on a thread of
 their own while the task thread takes the queued items (every method holds the fetcher's lock).
 Each request first reserves what its response can cost in memory
 (``max_bytes`` times the copies the network layer makes of it) and waits when the budget is spent.
@@ -43,6 +45,7 @@ from mirror_sink.raw.batches import (
     split_batches,
     verify_crc,
 )
+from mirror_sink.raw.fetch_session import FetchSession, Kind, Plan, Sent
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
 from mirror_sink.raw.wire import WireClient, error_name
@@ -126,12 +129,13 @@ class _Partition:
     queue: deque[Fetched] = field(default_factory=deque)
     queued_bytes: int = 0  # sizes of the queued items
     queued_charge: int = 0  # their charges to the memory budget
-    in_flight: bool = False  # in a Fetch now: never in two at once (after a leader move, say)
+    #: Its queue reached the partition's byte limit: not fetched (forgotten by its leader's
+    #: session) until the queue is down to half of it.
+    held: bool = False
     retry_at: float = 0.0  # after a partition error, not fetched again before this
-    #: The source's last stable offset in the latest response for this partition (-1: none yet),
-    #: and when that response came (monotonic seconds).
+    #: The source's last stable offset in the latest response that named this partition (-1: none
+    #: yet); a session's responses leave out partitions with nothing new, and it stays as it was.
     stable_end: int = -1
-    looked_at: float = 0.0
     #: The id of the topic the mirrored offsets belong to (Fetch v13 asks by it; None: not known yet).
     topic_id: uuid.UUID | None = None
     #: Leader epoch of the last batch fetched (KIP-320's last_fetched_epoch; -1 after a seek).
@@ -151,8 +155,7 @@ class _Partition:
 class _InFlight:
     future: Future
     reserved: int
-    sent: dict[SourcePartition, tuple[int, int]]  # partition -> (its epoch, the fetch offset)
-    names: dict[uuid.UUID, str]  # topic id -> name, for v13 responses (which carry only ids)
+    plan: Plan
 
 
 class RawFetcher:
@@ -166,6 +169,7 @@ class RawFetcher:
         fetch_max_bytes: int,
         partition_max_bytes: int,
         max_wait_ms: int,
+        sessions: bool = True,
     ) -> None:
         self.wire = wire
         self.budget = budget
@@ -174,6 +178,14 @@ class RawFetcher:
         self.max_wait_ms = max_wait_ms
         self._parts: dict[SourcePartition, _Partition] = {}
         self._inflight: dict[Any, _InFlight] = {}
+        #: One fetch session per source leader (sessionless ones when ``sessions`` is False).
+        self._sessions: dict[Any, FetchSession] = {}
+        self._use_sessions = sessions
+        #: Topic id -> name for v13 responses, which name topics by id only (ids are never reused).
+        self._names: dict[uuid.UUID, str] = {}
+        #: Fetches sent by kind, and session resets by reason, since the start (for metrics).
+        self.requests: dict[str, int] = {kind.value: 0 for kind in Kind}
+        self.resets: dict[str, int] = {}
         self._epochs = itertools.count()
         self._rotation = 0
         self._lock = threading.RLock()
@@ -197,9 +209,10 @@ class RawFetcher:
         last_fetched_epoch so the source reports a log that diverged meanwhile (KIP-320)."""
         ids, epochs = topic_ids or {}, leader_epochs or {}
         for tp, offset in starts.items():
-            self._parts[tp] = _Partition(
-                offset, next(self._epochs), topic_id=ids.get(tp.topic), last_epoch=epochs.get(tp, -1)
-            )
+            topic_id = ids.get(tp.topic)
+            self._parts[tp] = _Partition(offset, next(self._epochs), topic_id=topic_id, last_epoch=epochs.get(tp, -1))
+            if topic_id is not None:
+                self._names[topic_id] = tp.topic
 
     @_locked
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
@@ -221,7 +234,6 @@ class RawFetcher:
             self._drop_queue(part)
             part.position = offset
             part.epoch = next(self._epochs)
-            part.in_flight = False
             part.gone = None
             part.retry_at = 0.0
             part.last_epoch = epochs.get(tp, -1)
@@ -273,54 +285,69 @@ class RawFetcher:
     @_locked
     def fill(self) -> None:
         """Send a Fetch to every leader with no request in flight, as far as the budget allows."""
-        by_leader: dict[Any, list[SourcePartition]] = {}
+        wanted: dict[Any, dict[SourcePartition, Sent]] = {}
         now = time.monotonic()
-        # Rotated on every round: the broker fills a response in request order, so a fixed order
-        # could leave the last partitions with nothing while the first always have data.
+        by_id = self.version >= _BY_TOPIC_ID
+        # Rotated on every round: the broker fills a full Fetch's response in request order, so a
+        # fixed order could leave the last partitions with nothing while the first always have data
+        # (in a session the broker rotates the partitions it answered by itself, KAFKA-12330).
         order = list(self._parts)
         self._rotation = (self._rotation + 1) % max(len(order), 1)
         held_back = False
         for tp in order[self._rotation :] + order[: self._rotation]:
             part = self._parts[tp]
-            if part.in_flight or part.retry_at > now or part.gone is not None:
+            if part.retry_at > now or part.gone is not None:
                 continue
-            if part.queued_bytes >= self.partition_max_bytes:
-                held_back = True
-                continue  # enough waiting for this partition: leave the budget to the others
+            if part.queued_bytes >= self.partition_max_bytes or (
+                part.held and part.queued_bytes > self.partition_max_bytes // 2
+            ):
+                # Enough waits for this partition: its leader's session forgets it (a partition
+                # left out of a session's Fetch is still served) and the budget goes to the others.
+                part.held = held_back = True
+                continue
+            part.held = False
             leader = self.wire.leader(*tp)  # (None: unknown yet; the topic's metadata is requested)
-            if leader is not None and self.version >= _BY_TOPIC_ID and part.topic_id is None:
+            if leader is None or leader in self._inflight:
+                continue
+            if by_id and part.topic_id is None:
                 part.topic_id = self.wire.topic_id(tp.topic)  # pinned: the id of what is mirrored from here
                 if part.topic_id is None:
                     self.wire.refresh_metadata()
                     continue
-            if leader is not None and leader not in self._inflight:
-                by_leader.setdefault(leader, []).append(tp)
-        wait_ms = self.max_wait_ms
-        if held_back:
-            # A broker answers one request per connection at a time, a Fetch parked for
-            # fetch.wait.max.ms included: a long poll for partitions that had nothing would keep
-            # the full ones from being fetched the moment their queues have room (a tenth of the
-            # Fetches took the whole 100 ms when only some partitions had reached the end). So
-            # while queues are full, Fetches are not parked, and partitions at their end ride
-            # along with ones that have data waiting, or are asked alone once per max wait.
-            wait_ms = 0
-            stale = now - self.max_wait_ms / 1000
-            by_leader = {
-                leader: asked
-                for leader, tps in by_leader.items()
-                if (
-                    asked := tps
-                    if any(not self._parts[tp].at_stable_end for tp in tps)
-                    else [tp for tp in tps if self._parts[tp].looked_at < stale]
-                )
-            }
+                self._names[part.topic_id] = tp.topic
+            wanted.setdefault(leader, {})[tp] = Sent(
+                part.epoch,
+                part.position,
+                part.last_epoch,
+                # KIP-320: the broker refuses a stale or unknown leader (and the session notices a new one).
+                self.wire.leader_epoch(*tp),
+                part.topic_id if by_id else None,
+            )
+        # A broker answers one request per connection at a time, a Fetch parked for
+        # fetch.wait.max.ms included: a long poll for partitions that had nothing would keep the
+        # held ones from being fetched the moment their queues have room (a tenth of the Fetches
+        # took the whole 100 ms when only some partitions had reached the end). So while queues
+        # are full, Fetches are not parked, and a leader whose partitions are all at their end is
+        # asked once per max wait unless its session changed.
+        wait_ms = 0 if held_back else self.max_wait_ms
         most = self.budget.limit // (_FETCH_SHARE * self._copies)
-        for leader, tps in by_leader.items():
+        for leader, want in wanted.items():
+            session = self._sessions.get(leader)
+            if session is None:
+                session = self._sessions[leader] = FetchSession(leader, enabled=self._use_sessions)
+            plan = session.plan(want, now)
+            if (
+                held_back
+                and not plan.changes
+                and now - session.last_answer < self.max_wait_ms / 1000
+                and all(self._parts[tp].at_stable_end for tp in want)
+            ):
+                continue
             max_bytes = min(
                 self.fetch_max_bytes,
                 most,
                 self.budget.available // self._copies,
-                len(tps) * self.partition_max_bytes,
+                len(want) * self.partition_max_bytes,
             )
             if max_bytes < min(_MIN_FETCH_BYTES, most):
                 held_back = True
@@ -329,37 +356,33 @@ class RawFetcher:
                 continue
             charge = max_bytes * self._copies
             self.budget.take(charge)
-            request = self._request(tps, max_bytes, wait_ms)
-            sent = {}
-            names = {}
-            for tp in tps:
-                part = self._parts[tp]
-                part.in_flight = True
-                sent[tp] = (part.epoch, part.position)
-                if part.topic_id is not None:
-                    names[part.topic_id] = tp.topic
-            self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, sent, names)
+            request = self._request(plan, max_bytes, wait_ms)
+            session.sent(plan)
+            self.requests[plan.kind.value] += 1
+            self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, plan)
         self.held_back = held_back
 
-    def _request(self, tps: list[SourcePartition], max_bytes: int, wait_ms: int) -> FetchRequest:
+    def _request(self, plan: Plan, max_bytes: int, wait_ms: int) -> FetchRequest:
         f = FetchRequest
-        topics: dict[str, list[Any]] = {}
-        for tp in tps:
-            topic, partition = tp
-            part = self._parts[tp]
-            topics.setdefault(topic, []).append(
+        by_id = self.version >= _BY_TOPIC_ID
+        topics: dict[Any, list[Any]] = {}
+        for (topic, partition), state in plan.send.items():
+            topics.setdefault(state.topic_id if by_id else topic, []).append(
                 f.FetchTopic.FetchPartition(
                     partition=partition,
                     # KIP-320: the broker refuses a stale or unknown leader, and answers a last fetched
                     # epoch whose log ended earlier with the diverging epoch (a truncated source).
-                    current_leader_epoch=self.wire.leader_epoch(topic, partition),
-                    fetch_offset=part.position,
-                    last_fetched_epoch=part.last_epoch,
+                    current_leader_epoch=state.leader_epoch,
+                    fetch_offset=state.offset,
+                    last_fetched_epoch=state.last_epoch,
                     log_start_offset=-1,
-                    partition_max_bytes=min(self.partition_max_bytes, max_bytes),
+                    # Constant: in a session, a partition whose limit changed would be re-sent.
+                    partition_max_bytes=self.partition_max_bytes,
                 )
             )
-        by_id = self.version >= _BY_TOPIC_ID
+        forgotten: dict[Any, list[int]] = {}
+        for (topic, partition), topic_id in plan.forget.items():
+            forgotten.setdefault(topic_id if by_id else topic, []).append(partition)
         return f(
             version=self.version,
             replica_id=-1,
@@ -367,15 +390,16 @@ class RawFetcher:
             min_bytes=1,
             max_bytes=max_bytes,
             isolation_level=_READ_COMMITTED,
-            session_id=0,
-            session_epoch=-1,
+            session_id=plan.session_id,
+            session_epoch=plan.session_epoch,
             topics=[
-                f.FetchTopic(topic_id=self._parts[SourcePartition(t, ps[0].partition)].topic_id, partitions=ps)
-                if by_id
-                else f.FetchTopic(topic=t, partitions=ps)
-                for t, ps in topics.items()
+                f.FetchTopic(topic_id=key, partitions=ps) if by_id else f.FetchTopic(topic=key, partitions=ps)
+                for key, ps in topics.items()
             ],
-            forgotten_topics_data=[],
+            forgotten_topics_data=[
+                f.ForgottenTopic(topic_id=key, partitions=ps) if by_id else f.ForgottenTopic(topic=key, partitions=ps)
+                for key, ps in forgotten.items()
+            ],
             rack_id="",
         )
 
@@ -383,34 +407,50 @@ class RawFetcher:
     def collect(self) -> bool:
         """Queue the data of completed fetches; True if any completed."""
         done = [leader for leader, f in self._inflight.items() if f.future.is_done]
+        by_id = self.version >= _BY_TOPIC_ID
         for leader in done:
             flight = self._inflight.pop(leader)
             self.budget.give_back(flight.reserved)
-            # Looked up by the response's plain (topic, partition): equal to the SourcePartition, and
-            # no named tuple is built for every partition of every response.
-            current: dict[tuple[str, int], tuple[SourcePartition, _Partition]] = {}
-            for tp, (epoch, offset) in flight.sent.items():
-                part = self._parts.get(tp)
-                if part is not None and part.epoch == epoch:
-                    part.in_flight = False
-                    if part.position == offset:  # else the data is for a position given up since
-                        current[tp] = (tp, part)
+            session = self._sessions[leader]
             if flight.future.failed():
                 log.warning("fetch from source broker %s failed (retrying): %s", leader, flight.future.exception)
+                self._reset(session.failed())
                 self.wire.refresh_metadata()
                 continue
+            response = flight.future.value
+            reason = session.answered(flight.plan, response.error_code, response.session_id, time.monotonic())
+            if reason is not None:
+                self._reset(reason)
+            # Data is taken only for what the session holds at the partition's current position:
+            # an answer for a partition unassigned, sought, moved to another leader or forgotten
+            # since is dropped (a session never serves a partition it was told to forget, but a
+            # response already on its way may still carry it). A reset session holds nothing.
+            members, parts = session.members, self._parts
             frame: Any = None  # the response's frame, when queued batches are views of it
-            by_id = self.version >= _BY_TOPIC_ID
-            for topic in flight.future.value.responses:
-                name = flight.names.get(topic.topic_id, "") if by_id else topic.topic
+            for topic in response.responses:
+                name = self._names.get(topic.topic_id, "") if by_id else topic.topic
                 for pd in topic.partitions:
-                    found = current.get((name, pd.partition_index))
-                    if found is not None:
-                        frame = self._take_response(*found, pd) or frame
+                    key = (name, pd.partition_index)
+                    held, part = members.get(key), parts.get(key)  # type: ignore[call-overload]
+                    if (
+                        part is not None
+                        and held is not None
+                        and (held.epoch, held.offset) == (part.epoch, part.position)
+                    ):
+                        frame = self._take_response(SourcePartition(*key), part, pd) or frame
                     pd.records = None
             if frame is not None:
                 self._charge_frame(frame)
         return bool(done)
+
+    def _reset(self, reason: str) -> None:
+        self.resets[reason] = self.resets.get(reason, 0) + 1
+
+    def session_counts(self) -> dict[str, int]:
+        """Fetch sessions held now and the partitions in them (for the session gauges)."""
+        with self._lock:
+            established = [s for s in self._sessions.values() if s.established]
+            return {"sessions": len(established), "partitions": sum(len(s.members) for s in established)}
 
     def _take_response(self, tp: SourcePartition, part: _Partition, pd: Any) -> Any:
         """Queue one partition's data; the response's frame when views of it were queued, else None."""
@@ -442,7 +482,6 @@ class RawFetcher:
             denied = self.wire.denied(pd.error_code, "READ", [tp.topic]) if topic_refused else None
             raise denied or TaskFailure(f"fetching {where}: {error_name(pd.error_code)}")
         part.stable_end = pd.last_stable_offset
-        part.looked_at = time.monotonic()
         records = pd.records
         if not records:
             return None
@@ -529,9 +568,26 @@ class RawFetcher:
         return item
 
     @_locked
-    def close(self) -> None:
-        """Drop everything queued and close the connections."""
+    def close(self, *, close_sessions: bool = True) -> None:
+        """Drop everything queued, close the fetch sessions (``close_sessions``: only when no other
+        thread drives the connections) and the connections."""
         for part in self._parts.values():
             self._drop_queue(part)
         self._parts.clear()
+        if close_sessions:
+            self._close_sessions()
         self.wire.close()
+
+    def _close_sessions(self, timeout_s: float = 1.0) -> None:
+        """Tell each leader its session is over, as the Java consumer does on close: frees the slot
+        in the broker's session cache at once instead of after its idle timeout. Best effort."""
+        futures = []
+        for leader, session in self._sessions.items():
+            plan = session.close_plan()
+            if plan is None or leader in self._inflight or not self.wire.ready(leader):
+                continue
+            futures.append(self.wire.send(leader, self._request(plan, _MIN_FETCH_BYTES, 0)))
+        deadline = time.monotonic() + timeout_s
+        while futures and not all(f.is_done for f in futures) and time.monotonic() < deadline:
+            self.wire.poll(0.05)
+        self._sessions.clear()

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import denial
-from mirror_sink.core.data_path import Committer, Copied
+from mirror_sink.core.data_path import Committer, Copied, FetchSessionCounts
 from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
@@ -202,7 +202,7 @@ class RawPath:
         """Close both clusters' connections (``abandon`` concerns librdkafka producers only: no call
         of ours can be left blocked in these)."""
         self.fetching.stop()
-        self.fetcher.close()
+        self.fetcher.close(close_sessions=not self.fetching.alive)
         self.producer.close()
 
     def caught_up(self) -> bool:
@@ -231,6 +231,13 @@ class RawPath:
     def batch_counts(self) -> dict[str, int]:
         """Batches forwarded as they are, and re-encoded by reason, since the start."""
         return {"forwarded": self.forwarded, **{f"reencoded_{why}": n for why, n in self.reencoded.items()}}
+
+    def fetch_sessions(self) -> FetchSessionCounts:
+        """The fetcher's Fetches by kind, session resets by reason, and the sessions it holds."""
+        held = self.fetcher.session_counts()
+        return FetchSessionCounts(
+            dict(self.fetcher.requests), dict(self.fetcher.resets), held["sessions"], held["partitions"]
+        )
 
     def memory(self) -> dict[str, int]:
         """The memory budget: bytes in use, the limit, the peak."""

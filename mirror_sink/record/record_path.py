@@ -174,6 +174,10 @@ class RecordPath:
         """Raw mode's counters: none here."""
         return {}
 
+    def fetch_sessions(self) -> None:
+        """None: librdkafka has no fetch sessions (it sends every partition in every Fetch)."""
+        return None
+
     def memory(self) -> dict[str, int]:
         """Raw mode's budget: librdkafka keeps its own queues here."""
         return {}

@@ -184,6 +184,12 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     assert total(m, "mirror_sink_rebalances_total", connector=name) >= 1
     assert total(m, "mirror_sink_raw_batches_total", connector=name, outcome="forwarded") >= 1
     assert total(m, "mirror_sink_memory_budget_bytes", connector=name, kind="limit") == 64 * 1024 * 1024
+    # Raw mode fetches in an incremental session (KIP-227): after the first full Fetch, Fetches name
+    # only what changed; the session holds both source partitions.
+    assert total(m, "mirror_sink_fetch_requests_total", connector=name, kind="incremental") > total(
+        m, "mirror_sink_fetch_requests_total", connector=name, kind="full"
+    )
+    assert total(m, "mirror_sink_fetch_session_partitions", connector=name) == 2
 
     # Paused, the lag shows what waits; resumed, it falls back to 0.
     assert client.put(f"/connectors/{name}/pause").status_code == 202

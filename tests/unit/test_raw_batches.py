@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import time
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -407,6 +406,11 @@ class _PipelinedWire(_Wire):
         return self.sent[-1]
 
 
+def _answer(*topics: SimpleNamespace, session_id: int = 0) -> SimpleNamespace:
+    """A Fetch response: no top-level error, ``session_id`` (0: no session) and the topics' data."""
+    return SimpleNamespace(error_code=0, session_id=session_id, responses=list(topics))
+
+
 def _pipelined_fetcher(wire: _PipelinedWire) -> RawFetcher:
     return RawFetcher(
         wire,  # type: ignore[arg-type]
@@ -432,7 +436,7 @@ def test_a_fetch_sent_before_a_partition_was_given_up_is_dropped_when_it_comes_b
     # ...and the fetch sent before, for offset 1500 in the real world, answers now.
     batch = build([(b"k", b"v", [], 1)], 0, base_offset=1500)
     partition = SimpleNamespace(partition_index=3, **vars(_fetch_response(bytes(batch))))
-    wire.sent[0].success(SimpleNamespace(responses=[SimpleNamespace(topic="orders", partitions=[partition])]))
+    wire.sent[0].success(_answer(SimpleNamespace(topic="orders", partitions=[partition])))
     fetcher._parts[tp].position = 1500  # even were the positions to agree, the epoch differs
     assert fetcher.collect()
     assert fetcher.pop(tp) is None, "data fetched for the previous assignment is never queued"
@@ -452,29 +456,45 @@ def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothin
     fetcher.assign({full: 0, idle: 0, busy: 0})
     parts = fetcher._parts
     parts[full].queued_bytes = 1 << 16  # its queue is full: left out until the producer takes some
-    parts[idle].stable_end, parts[idle].looked_at = 0, time.monotonic()  # it had nothing a moment ago
+    parts[idle].stable_end = 0  # it had nothing a moment ago
 
     def asked(request: Any) -> list[int]:
         return sorted(p.partition for t in request.topics for p in t.partitions)
 
+    def forgotten(request: Any) -> list[int]:
+        return sorted(p for t in request.forgotten_topics_data for p in t.partitions)
+
     fetcher.fill()
     assert asked(wire.requests[0]) == [1, 2] and wire.requests[0].max_wait_ms == 0, "not parked"
     assert fetcher.held_back
-    # Only partitions at their end are left: they are asked again once per max wait, unparked.
-    wire.sent[0].success(SimpleNamespace(responses=[]))
+    # Only partitions at their end are left: their leader is asked again once per max wait, unparked.
+    wire.sent[0].success(_answer(session_id=7))
     fetcher.collect()
-    parts[busy].stable_end, parts[busy].looked_at = 0, time.monotonic()
+    parts[busy].stable_end = 0
     fetcher.fill()
-    assert len(wire.requests) == 1, "nothing known to wait, and looked at just now"
-    parts[idle].looked_at = parts[busy].looked_at = time.monotonic() - 1
+    assert len(wire.requests) == 1, "nothing known to wait, nothing new to tell, and answered just now"
+    fetcher._sessions[1].last_answer -= 1
     fetcher.fill()
-    assert asked(wire.requests[1]) == [1, 2] and wire.requests[1].max_wait_ms == 0
-    # Nothing waits in any queue: every partition is asked, and the broker may hold the request.
-    wire.sent[1].success(SimpleNamespace(responses=[]))
+    assert asked(wire.requests[1]) == [] and wire.requests[1].max_wait_ms == 0, "the session holds them"
+    assert (wire.requests[1].session_id, wire.requests[1].session_epoch) == (7, 1)
+    # Nothing waits in any queue: the held partition joins the session, and the broker may park the Fetch.
+    wire.sent[1].success(_answer(session_id=7))
     fetcher.collect()
     parts[full].queued_bytes = 0
     fetcher.fill()
-    assert asked(wire.requests[2]) == [0, 1, 2] and wire.requests[2].max_wait_ms == 100
+    assert asked(wire.requests[2]) == [0] and wire.requests[2].max_wait_ms == 100
+    # Full again: the session forgets it, and keeps it out until its queue is down to half.
+    wire.sent[2].success(_answer(session_id=7))
+    fetcher.collect()
+    parts[full].queued_bytes = 1 << 16
+    fetcher.fill()
+    assert forgotten(wire.requests[3]) == [0] and asked(wire.requests[3]) == []
+    wire.sent[3].success(_answer(session_id=7))
+    fetcher.collect()
+    parts[full].queued_bytes = (1 << 15) + 1
+    fetcher._sessions[1].last_answer -= 1
+    fetcher.fill()
+    assert asked(wire.requests[4]) == [] and forgotten(wire.requests[4]) == [], "still above half: still held"
 
 
 def test_raw_mode_advises_record_mode_once_for_sources_of_tiny_batches() -> None:
@@ -513,7 +533,7 @@ def test_batches_read_in_place_keep_their_whole_frame_charged_until_the_last_one
         SimpleNamespace(partition_index=p, **vars(_fetch_response(whole[start : start + len(batch)])))  # type: ignore[arg-type]
         for p, start in ((0, 1000), (1, 1000 + len(batch)))
     ]
-    wire.sent[0].success(SimpleNamespace(responses=[SimpleNamespace(topic="orders", partitions=partitions)]))
+    wire.sent[0].success(_answer(SimpleNamespace(topic="orders", partitions=partitions)))
     del whole, partitions, frame
     assert fetcher.collect()
     first, second = fetcher.pop(a), fetcher.pop(b)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import struct
 import uuid
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kafka.future import Future
 
 from mirror_sink.core.error_codes import KafkaErrorCode
 from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated
@@ -20,13 +22,34 @@ OLD, NEW = uuid.uuid4(), uuid.uuid4()
 
 
 class _Wire:
-    """What the fetcher asks of its connection: versions, metadata (ids, leader epochs)."""
+    """What the fetcher asks of its connection: versions, metadata (leaders, ids, leader epochs), and
+    sending: each Fetch is kept with its future, for the test to answer."""
 
     def __init__(self, version: int = 13, topic_id: uuid.UUID | None = OLD, leader_epoch: int = 7) -> None:
         self.version = version
         self.id = topic_id
         self.epoch = leader_epoch
         self.refreshes = 0
+        self.leaders: dict[SourcePartition, int] = {}
+        self.requests: list[Any] = []
+        self.futures: list[Future] = []
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self.leaders.get(SourcePartition(topic, partition), 1)
+
+    def ready(self, node: int) -> bool:
+        return True
+
+    def send(self, node: int, request: Any) -> Future:
+        self.requests.append(request)
+        self.futures.append(Future())
+        return self.futures[-1]
+
+    def poll(self, timeout_s: float) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
     def negotiate(self, request_class: Any, lowest: int, highest: int) -> int:
         return min(self.version, highest)
@@ -68,11 +91,21 @@ def test_topic_ids_round_trip_in_kafkas_printed_form() -> None:
         as_uuid("AAAA")
 
 
+def _next_request(fetcher: RawFetcher) -> Any:
+    """The Fetch ``fill`` sends now (the previous one answered empty first, so one can be sent)."""
+    wire: _Wire = fetcher.wire  # type: ignore[assignment]
+    if wire.futures and not wire.futures[-1].is_done:
+        wire.futures[-1].success(SimpleNamespace(error_code=0, session_id=0, responses=[]))
+        fetcher.collect()
+    fetcher.fill()
+    return wire.requests[-1]
+
+
 def test_a_v13_fetch_asks_by_the_mirrored_topic_id_with_the_leader_and_last_fetched_epochs() -> None:
     fetcher = _fetcher(_Wire(version=13, leader_epoch=7))
     fetcher.assign({TP: 100}, {"orders": OLD})
     fetcher._parts[TP].last_epoch = 5
-    request = fetcher._request([TP], 1 << 20, 100)
+    request = _next_request(fetcher)
     (topic,) = request.topics
     assert topic.topic_id == OLD
     (partition,) = topic.partitions
@@ -82,19 +115,19 @@ def test_a_v13_fetch_asks_by_the_mirrored_topic_id_with_the_leader_and_last_fetc
 def test_the_first_fetch_after_a_start_or_a_rewind_sends_the_epoch_stored_with_the_offset() -> None:
     fetcher = _fetcher(_Wire(version=13, leader_epoch=7))
     fetcher.assign({TP: 100}, {"orders": OLD}, {TP: 4})
-    (topic,) = fetcher._request([TP], 1 << 20, 100).topics
+    (topic,) = _next_request(fetcher).topics
     assert topic.partitions[0].last_fetched_epoch == 4, "a log truncated while the mirror was stopped is reported"
     fetcher._parts[TP].last_epoch = 6
     fetcher.seek({TP: 100}, {TP: 4})
-    assert fetcher._request([TP], 1 << 20, 100).topics[0].partitions[0].last_fetched_epoch == 4
+    assert _next_request(fetcher).topics[0].partitions[0].last_fetched_epoch == 4
     fetcher.seek({TP: 100})
-    assert fetcher._request([TP], 1 << 20, 100).topics[0].partitions[0].last_fetched_epoch == -1
+    assert _next_request(fetcher).topics[0].partitions[0].last_fetched_epoch == -1
 
 
 def test_a_v12_broker_is_asked_by_name() -> None:
     fetcher = _fetcher(_Wire(version=12))
     fetcher.assign({TP: 100})
-    (topic,) = fetcher._request([TP], 1 << 20, 100).topics
+    (topic,) = _next_request(fetcher).topics
     assert topic.topic == "orders"
 
 
@@ -137,3 +170,216 @@ def test_an_out_of_range_partition_waits_for_the_task_and_the_others_go_on() -> 
     with pytest.raises(SourceOffsetOutOfRange, match="offset 100"):
         fetcher.check_gone()
     assert fetcher._parts[TP].gone is not None and fetcher._parts[other].gone is None
+
+
+# -- incremental fetch sessions (KIP-227) ------------------------------------------------------
+def _data(partition: int, base_offset: int, count: int = 2, lso: int = -1, epoch: int = 0) -> SimpleNamespace:
+    """A partition's answer carrying ``count`` records from ``base_offset`` (leader epoch ``epoch``)."""
+    from tests.unit.test_raw_batches import build
+
+    batch = build([(b"k", b"v", [], 1)] * count, 0, base_offset=base_offset)
+    struct.pack_into(">i", batch, 12, epoch)  # partitionLeaderEpoch (not covered by the CRC)
+    return SimpleNamespace(
+        partition_index=partition,
+        error_code=0,
+        diverging_epoch=SimpleNamespace(epoch=-1, end_offset=-1),
+        last_stable_offset=base_offset + count if lso < 0 else lso,
+        records=bytes(batch),
+        aborted_transactions=None,
+    )
+
+
+def _nothing(partition: int, lso: int) -> SimpleNamespace:
+    return SimpleNamespace(**{**vars(_data(partition, 0)), "records": None, "last_stable_offset": lso})
+
+
+def _reply(fetcher: RawFetcher, *partitions: SimpleNamespace, session_id: int = 9, error: int = 0) -> None:
+    """Answer the Fetch in flight (the last one sent) with ``partitions`` of topic orders (by id)."""
+    wire: _Wire = fetcher.wire  # type: ignore[assignment]
+    topics = [SimpleNamespace(topic_id=OLD, topic="", partitions=list(partitions))] if partitions else []
+    wire.futures[-1].success(SimpleNamespace(error_code=error, session_id=session_id, responses=topics))
+    fetcher.collect()
+
+
+def _named(request: Any) -> dict[int, int]:
+    """Partition -> fetch offset, of what a Fetch names."""
+    return {p.partition: p.fetch_offset for t in request.topics for p in t.partitions}
+
+
+def _forgotten(request: Any) -> list[int]:
+    return sorted(p for t in request.forgotten_topics_data for p in t.partitions)
+
+
+def _session_fetcher(wire: _Wire | None = None, **kwargs: Any) -> tuple[RawFetcher, _Wire]:
+    wire = wire or _Wire()
+    fetcher = _fetcher(wire) if not kwargs else RawFetcher(wire, MemoryBudget(1 << 22), **kwargs)  # type: ignore[arg-type]
+    fetcher.assign({SourcePartition("orders", p): 0 for p in range(3)}, {"orders": OLD})
+    return fetcher, wire
+
+
+def _meta(request: Any) -> tuple[int, int]:
+    return request.session_id, request.session_epoch
+
+
+def test_a_session_starts_in_full_then_names_only_what_changed_and_an_idle_fetch_names_nothing() -> None:
+    fetcher, wire = _session_fetcher()
+    fetcher.fill()
+    assert _meta(wire.requests[0]) == (0, 0) and _named(wire.requests[0]) == {0: 0, 1: 0, 2: 0}
+    _reply(fetcher, _data(0, 0, lso=2), _nothing(1, 0), _nothing(2, 0))
+    fetcher.fill()
+    assert _meta(wire.requests[1]) == (9, 1)
+    assert _named(wire.requests[1]) == {0: 2}, "only the partition that got data: the broker keeps the others"
+    assert wire.requests[1].topics[0].partitions[0].last_fetched_epoch == 0
+    while fetcher.pop(SourcePartition("orders", 0)):
+        pass
+    _reply(fetcher)  # nothing new anywhere: the answer names nothing
+    assert fetcher.caught_up(), "the last stable offsets of the earlier answers still hold"
+    fetcher.fill()
+    assert _meta(wire.requests[2]) == (9, 2) and _named(wire.requests[2]) == {} and _forgotten(wire.requests[2]) == []
+    assert fetcher.requests == {"full": 1, "incremental": 2, "sessionless": 0}
+    assert fetcher.session_counts() == {"sessions": 1, "partitions": 3}
+    fetcher._sessions[1].epoch = 2**31 - 1
+    _reply(fetcher)
+    fetcher.fill()
+    assert _meta(wire.requests[3]) == (9, 1), "the epoch wraps to 1, never to 0 (a new session)"
+
+
+def test_a_partition_given_up_is_forgotten_and_its_late_data_never_queued() -> None:
+    for version in (13, 12):
+        fetcher, wire = _session_fetcher(_Wire(version=version))
+        gone = SourcePartition("orders", 2)
+        fetcher.fill()
+        _reply(fetcher, _nothing(0, 0), _nothing(1, 0), _nothing(2, 0))
+        fetcher.fill()  # in flight when the partition is given up
+        fetcher.unassign([gone])
+        fetcher.assign({gone: 50})  # back, elsewhere: the answer in flight is for another epoch
+        _reply(fetcher, _data(2, 0))
+        assert fetcher.pending(gone) == 0, "data fetched for the previous assignment is never queued"
+        fetcher.fill()
+        assert _named(wire.requests[-1]) == {2: 50}, "re-sent at its new offset"
+        fetcher.unassign([gone])
+        _reply(fetcher)
+        fetcher.fill()
+        assert _forgotten(wire.requests[-1]) == [2]
+        (forgotten,) = wire.requests[-1].forgotten_topics_data
+        assert (forgotten.topic_id == OLD) if version == 13 else (forgotten.topic == "orders")
+
+
+def test_a_seek_resends_the_new_offset_and_drops_what_was_in_flight_for_the_old_one() -> None:
+    fetcher, wire = _session_fetcher()
+    tp = SourcePartition("orders", 1)
+    fetcher.fill()
+    _reply(fetcher, _nothing(0, 0), _nothing(1, 0), _nothing(2, 0))
+    fetcher.fill()
+    fetcher.seek({tp: 40}, {tp: 3})
+    _reply(fetcher, _data(1, 0))
+    assert fetcher.pending(tp) == 0
+    fetcher.fill()
+    assert _named(wire.requests[-1]) == {1: 40}
+    assert wire.requests[-1].topics[0].partitions[0].last_fetched_epoch == 3
+    _reply(fetcher, _data(1, 40))
+    assert fetcher.pending(tp) == 1
+
+
+def test_session_errors_and_lost_requests_fall_back_to_a_full_fetch_and_are_counted() -> None:
+    fetcher, wire = _session_fetcher()
+    fetcher.fill()
+    _reply(fetcher, _nothing(0, 0), _nothing(1, 0), _nothing(2, 0))
+    fetcher.fill()
+    _reply(fetcher, error=KafkaErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+    fetcher.fill()
+    assert _meta(wire.requests[-1]) == (9, 0), "closes the old session as it asks for a new one"
+    assert _named(wire.requests[-1]) == {0: 0, 1: 0, 2: 0}
+    _reply(fetcher, _nothing(0, 0), session_id=11)
+    fetcher.fill()
+    _reply(fetcher, error=KafkaErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+    fetcher.fill()
+    assert _meta(wire.requests[-1]) == (0, 0), "the broker has no such session: start afresh"
+    _reply(fetcher, session_id=12)
+    fetcher.fill()
+    wire.futures[-1].failure(ConnectionError("broker went away"))
+    fetcher.collect()
+    fetcher.fill()
+    assert _meta(wire.requests[-1]) == (12, 0) and len(_named(wire.requests[-1])) == 3
+    assert fetcher.resets == {"INVALID_FETCH_SESSION_EPOCH": 1, "FETCH_SESSION_ID_NOT_FOUND": 1, "disconnect": 1}
+
+
+def test_a_broker_that_creates_no_session_three_times_is_fetched_from_without_one_for_a_while() -> None:
+    fetcher, wire = _session_fetcher()
+    for _ in range(3):
+        fetcher.fill()
+        assert _meta(wire.requests[-1]) == (0, 0)
+        _reply(fetcher, session_id=0)
+    fetcher.fill()
+    assert _meta(wire.requests[-1]) == (0, -1) and len(_named(wire.requests[-1])) == 3
+    assert fetcher.resets == {"not_created": 1}
+    _reply(fetcher, session_id=0)
+    fetcher._sessions[1]._sessionless_until = 0  # the cool-down is over
+    fetcher.fill()
+    assert _meta(wire.requests[-1]) == (0, 0)
+
+
+def test_a_partition_that_moved_to_another_leader_is_forgotten_by_the_old_one_and_served_once() -> None:
+    fetcher, wire = _session_fetcher()
+    moved = SourcePartition("orders", 2)
+    fetcher.fill()
+    _reply(fetcher, _nothing(0, 0), _nothing(1, 0), _nothing(2, 0))
+    fetcher.fill()  # leader 1's Fetch in flight, its session holding the partition at 0
+    wire.leaders[moved] = 2
+    fetcher.fill()
+    assert _named(wire.requests[-1]) == {2: 0} and _meta(wire.requests[-1]) == (0, 0), "leader 2's first Fetch"
+    wire.futures[-1].success(
+        SimpleNamespace(
+            error_code=0, session_id=5, responses=[SimpleNamespace(topic_id=OLD, partitions=[_data(2, 0, lso=5)])]
+        )
+    )
+    fetcher.collect()
+    assert fetcher.pending(moved) == 1
+    wire.futures[-2].success(
+        SimpleNamespace(error_code=0, session_id=9, responses=[SimpleNamespace(topic_id=OLD, partitions=[_data(2, 0)])])
+    )
+    fetcher.collect()
+    assert fetcher.pending(moved) == 1, "the old leader's answer for the same offset is dropped"
+    fetcher.fill()
+    requests = {r.session_id: r for r in wire.requests[-2:]}
+    assert _forgotten(requests[9]) == [2] and _named(requests[9]) == {}
+    assert _named(requests[5]) == {2: 2}
+
+
+def test_a_partition_in_error_is_forgotten_until_it_is_fetched_again() -> None:
+    fetcher, wire = _session_fetcher()
+    fetcher.fill()
+    gone = SimpleNamespace(**{**vars(_nothing(1, 0)), "error_code": KafkaErrorCode.OFFSET_OUT_OF_RANGE})
+    _reply(fetcher, _nothing(0, 0), gone, _nothing(2, 0))
+    fetcher.fill()
+    assert _forgotten(wire.requests[-1]) == [1], "else every answer would repeat the error at once"
+    fetcher.seek({SourcePartition("orders", 1): 70})  # the task's decision: skip the gap
+    _reply(fetcher)
+    fetcher.fill()
+    assert _named(wire.requests[-1]) == {1: 70}
+
+
+def test_without_sessions_every_fetch_names_every_partition() -> None:
+    wire = _Wire()
+    fetcher = RawFetcher(
+        wire,  # type: ignore[arg-type]
+        MemoryBudget(1 << 22),
+        fetch_max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        max_wait_ms=100,
+        sessions=False,
+    )
+    fetcher.assign({SourcePartition("orders", p): 0 for p in range(3)}, {"orders": OLD})
+    for _ in range(2):
+        fetcher.fill()
+        assert _meta(wire.requests[-1]) == (0, -1) and len(_named(wire.requests[-1])) == 3
+        _reply(fetcher, _nothing(0, 0), session_id=0)
+    assert fetcher.requests["sessionless"] == 2
+
+
+def test_closing_the_fetcher_closes_its_sessions_on_the_brokers() -> None:
+    fetcher, wire = _session_fetcher()
+    fetcher.fill()
+    _reply(fetcher, _nothing(0, 0))
+    fetcher.close()
+    assert _meta(wire.requests[-1]) == (9, -1) and _named(wire.requests[-1]) == {}
