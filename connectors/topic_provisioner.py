@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
@@ -21,11 +21,11 @@ from confluent_kafka.admin import (
     ConfigResource,
     ConfigSource,
     OffsetSpec,
+    TopicDescription,
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from connectors.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import TaskFailure
@@ -57,6 +57,8 @@ DEFAULT_TARGET_CONFIGS = {"compression.type": "producer"}
 _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
 #: How long one "is the new partition served?" check may take before it is asked again.
 _LEADER_ATTEMPT_S = 3.0
+#: How often a long wait for new partitions' leaders says so.
+_LEADER_PROGRESS_S = 5.0
 #: A ``topics`` entry that can only be one topic's name (no regex beyond the dot in names).
 _LITERAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -68,6 +70,27 @@ class TopicMapping:
     source_topic: str
     target_topic: str
     source_partitions: int
+
+
+def leader_ids(description: TopicDescription) -> dict[int, int]:
+    """Partition -> leader broker id of a described topic; -1 for a partition without a leader."""
+    return {p.id: p.leader.id if p.leader is not None else -1 for p in description.partitions}
+
+
+def split_by_leader(
+    waiting: Iterable[TopicPartition], leaders: Mapping[str, Mapping[int, int]]
+) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    """``waiting`` split into the partitions ``leaders`` (one Metadata answer) shows led, which are worth
+    a ListOffsets, and the rest (leader -1, partition or topic not in the answer): ask again later.
+
+    Only led partitions go into a ListOffsets: librdkafka fails the whole request ("No leaders found")
+    when none of its partitions has a leader, and each leaderless one with LEADER_NOT_AVAILABLE.
+    """
+    led: list[TopicPartition] = []
+    leaderless: list[TopicPartition] = []
+    for tp in waiting:
+        (led if leaders.get(tp.topic, {}).get(tp.partition, -1) >= 0 else leaderless).append(tp)
+    return led, leaderless
 
 
 def _unknown_topic(exc: KafkaException) -> bool:
@@ -281,36 +304,45 @@ class TopicProvisioner:
         transactional Produce in that window is refused (NOT_LEADER_OR_FOLLOWER), its cycle aborted,
         and the abort's markers wait on the same partitions: seconds of stall (up to 30 s seen with
         200 partitions) on every new topic. A few milliseconds of waiting here spare all of it.
+
+        Each attempt first describes the topics (a Metadata request), then sends ListOffsets only for
+        the partitions that answer shows led. librdkafka's ListOffsets finds leaders in its own
+        metadata cache, re-queries only topics missing from it, and takes a cached leader of -1 as a
+        final answer ("No leaders found"), so a client whose first answer for a new topic came before
+        its leader was known kept failing until that entry aged out (metadata.max.age.ms; 20-30 s
+        were lost on fresh clusters and in CI). Any Metadata response refreshes that cache for its
+        topics, so the one target admin client serves every attempt (no fresh client per attempt).
+        The Metadata answer alone is not enough: the broker that gives it may list a leader before
+        that leader serves the partition; ListOffsets answering proves it does.
         """
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
-        deadline = time.monotonic() + self.timeout_s
+        start = time.monotonic()
+        deadline = start + self.timeout_s
+        next_progress = start + _LEADER_PROGRESS_S
         last_error = ""
-        probe = self.target_admin
         while waiting:
             # Short attempts: one ListOffsets was seen to wait out its whole timeout (30 s) on
             # partitions the broker had led since 50 ms after the create, so each is asked again.
-            # (On fresh clusters librdkafka's leader lookup was also seen to answer "No leaders
-            # found" for 20 s after the broker had every log: the warning below names such answers.)
             left = min(max(deadline - time.monotonic(), 1.0), _LEADER_ATTEMPT_S)
-            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            futures = probe.list_offsets({tp: latest for tp in waiting}, request_timeout=left)
-            still = []
-            stale_cache = False
-            for tp, future in futures.items():
-                try:
-                    future.result(left + 5)
-                except (KafkaException, TimeoutError) as exc:  # no serving leader yet (or not answered in time)
-                    still.append(tp)
-                    last_error = str(exc) or repr(exc)
-                    stale_cache |= isinstance(exc, KafkaException) and exc.args[0].code() == KafkaError._NOENT
+            leaders, errors = self._describe_leaders(sorted({tp.topic for tp in waiting}), left)
+            led, still = split_by_leader(waiting, leaders)
+            if errors:
+                last_error = next(iter(errors.values()))
+            elif still:
+                last_error = f"no leader in the metadata of {still[0].topic}-{still[0].partition}"
+            if led:
+                latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+                futures = self.target_admin.list_offsets({tp: latest for tp in led}, request_timeout=left)
+                for tp, future in futures.items():
+                    try:
+                        future.result(left + 5)
+                    except (KafkaException, TimeoutError) as exc:  # not served yet (or not answered in time)
+                        still.append(tp)
+                        last_error = str(exc) or repr(exc)
             if not still:
                 return
-            if stale_cache:
-                # "No leaders found" comes from librdkafka's own metadata cache, which was seen to keep
-                # a new topic leaderless for 20-30 s after the broker had led it (a CI run lost 30 s
-                # here): the next attempt asks with a client whose cache starts empty.
-                probe = clients.admin(self.config.target_admin(), "mirror-sink-leader-probe")
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 log.warning(
                     "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s (last answer: %s); "
                     "mirroring anyway",
@@ -321,8 +353,32 @@ class TopicProvisioner:
                     last_error,
                 )
                 return
+            if now > next_progress:
+                next_progress = now + _LEADER_PROGRESS_S
+                log.info(
+                    "waiting %.0f s so far for the leaders of %d new target partitions (e.g. %s-%d; last answer: %s)",
+                    now - start,
+                    len(still),
+                    still[0].topic,
+                    still[0].partition,
+                    last_error,
+                )
             waiting = still
             time.sleep(0.05)
+
+    def _describe_leaders(self, topics: list[str], timeout: float) -> tuple[dict[str, dict[int, int]], dict[str, str]]:
+        """Each topic's partition leaders as one Metadata answer gives them (-1: none), and the topics
+        it could not describe with the reason. The request also refreshes librdkafka's metadata cache
+        for these topics, where the ListOffsets that follows looks its leaders up."""
+        leaders: dict[str, dict[int, int]] = {}
+        errors: dict[str, str] = {}
+        futures = self.target_admin.describe_topics(TopicCollection(topics), request_timeout=timeout)
+        for topic, future in futures.items():
+            try:
+                leaders[topic] = leader_ids(future.result(timeout + 5))
+            except (KafkaException, TimeoutError) as exc:  # e.g. not known yet to the broker that answered
+                errors[topic] = f"{topic}: {str(exc) or repr(exc)}"
+        return leaders, errors
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]
