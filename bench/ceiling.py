@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.machine_cpu import BusyTimeline
+from bench.machine_cpu import BusyTimeline, ProcessCpu
 from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
 from mirror_sink.core.partitions import TargetPartition
@@ -32,6 +32,8 @@ class Ceiling:
     records: int
     #: Cores busy on the whole machine during the timed ingest (the target broker, mostly).
     machine_cores_busy: float | None = None
+    #: The target broker's own process CPU-seconds over the timed ingest (None: no pid, a remote cluster).
+    broker_cpu_seconds: float | None = None
 
 
 def target_ingest(
@@ -42,10 +44,13 @@ def target_ingest(
     partitions: int,
     target_topic: str,
     on_progress: Callable[[int, int], None] | None = None,
+    target_pid: int | None = None,
 ) -> Ceiling:
     """Produce ``topic``'s batches, fetched beforehand, to ``target_topic`` as fast as the target takes them.
 
     ``source`` and ``target`` are addresses, or client settings with a secured cluster's SASL/TLS keys.
+    With ``target_pid`` (the target broker's process on this machine) the broker's own CPU over the
+    timed ingest is measured too: what the target pays to take those bytes in, whatever else runs.
     """
     batches = {
         p: [(item.batch, item.header.record_count) for item in items if item.batch is not None and item.header]
@@ -64,6 +69,7 @@ def target_ingest(
         records = 0
         started = time.monotonic()
         machine = BusyTimeline()
+        broker = ProcessCpu(target_pid)
         for p, items in batches.items():
             for batch, count in items:
                 producer.send(TargetPartition(target_topic, p), batch, count, 0, 0)
@@ -74,9 +80,11 @@ def target_ingest(
             producer.reap()
             if on_progress is not None:
                 on_progress(producer.acked_records, total)
+        seconds = time.monotonic() - started
+        broker_cpu = broker.seconds()
         machine.sample()
         return Ceiling(
-            time.monotonic() - started, sum(len(b) for b in batches.values()), records, machine.cores_busy(None, None)
+            seconds, sum(len(b) for b in batches.values()), records, machine.cores_busy(None, None), broker_cpu
         )
     finally:
         producer.close()

@@ -5,16 +5,17 @@
     .venv/bin/python -m bench.compare --source HOST:9092 --target HOST:9092   # any two clusters
     .venv/bin/python -m bench.compare --codecs lz4 --mirrors raw-eos,mm2-eos --latency-rates 2000 --no-scaling
 
-For each codec it writes the same source data once (1 KB JSON-like records, six partitions,
-producer batches of 64 KB to 1 MB), measures the ceiling (the target ingesting those very batches
-with no mirror in between), then mirrors the data with each mirror in turn, each into its own target
-topic: MirrorMaker 2 in dedicated mode from Maven Central, at least once and exactly once (KIP-618),
-and mirror-sink in record mode and raw mode exactly once, and raw mode at least once. Then it
-measures end-to-end latency through each latency mirror at each of several produce rates (reporting
-the rate the load generator actually reached, and for exactly-once mirrors the transaction markers the
-run added to the target log), and how raw mode (and record mode) scale with ``tasks.max`` on a topic
-with many partitions. Results go to ``<out>/benchmarks.json``, ``<out>/benchmarks.md`` and PNG plots
-beside it.
+For each codec it writes the same source data once (1 KB JSON-like records, six partitions, producer
+batches of 64 KB to 1 MB), measures the ceiling (the target ingesting those very batches with no
+mirror in between, and the target broker's own CPU per GB doing it when the broker runs on this
+machine: the per-byte yardstick for each mirror's CPU), then mirrors the data with each mirror in
+turn, each into its own target topic: MirrorMaker 2 in dedicated mode from Maven Central, at least
+once and exactly once (KIP-618), and mirror-sink in record mode and raw mode exactly once, and raw
+mode at least once. Then it measures end-to-end latency through each latency mirror at each of
+several produce rates (reporting the rate the load generator actually reached, and for exactly-once
+mirrors the transaction markers the run added to the target log), and how raw mode (and record mode)
+scale with ``tasks.max`` on a topic with many partitions. Results go to ``<out>/benchmarks.json``,
+``<out>/benchmarks.md`` and PNG plots beside it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from bench.ceiling import target_ingest
+from bench.ceiling import Ceiling, target_ingest
 from bench.latency import (
     CONTROL_BATCH_BYTES,
     RunningMirror,
@@ -44,12 +45,13 @@ from bench.latency import (
     measure_latency,
     prometheus_transactions,
 )
+from bench.machine_cpu import ProcessCpu
 from bench.mirror_throughput import MODES, PARTITIONS, RECORD_BYTES, Result, json_like_values, mirror_once, write_source
 from bench.mm2 import run_mm2, start_mm2
 from bench.report import write_report
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
-from devkafka.pair import given_or_local
+from devkafka.pair import BrokerPair, given_or_local_pair
 from devkafka.paths import kafka_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,10 +235,65 @@ class _Steps:
         print(f"[{self.done}/{self.total}] {what}", flush=True)
 
 
+def per_gb(cpu_seconds: float | None, megabytes: float) -> float | None:
+    """CPU-seconds per GB (10^9 bytes), or None when the CPU is unknown or nothing was moved."""
+    if cpu_seconds is None or megabytes <= 0:
+        return None
+    return cpu_seconds / (megabytes / 1000)
+
+
+def ceiling_entry(codec: str, runs: list[Ceiling]) -> dict[str, Any]:
+    """The results' ceiling entry from the ingest runs of one codec.
+
+    Speed is the fastest run's (a fresh broker's first ingest pays its JIT warm-up and first log
+    writes). The broker's CPU-s/GB is the lowest any run measured: the warm broker's cost, the
+    cheapest the target takes these bytes in, so a mirror's CPU against it is never flattered.
+    """
+    top = min(runs, key=lambda run: run.seconds)
+    mb_per_s = top.records * RECORD_BYTES / 1e6 / top.seconds
+    cpu_runs = [per_gb(run.broker_cpu_seconds, run.records * RECORD_BYTES / 1e6) for run in runs]
+    measured = [c for c in cpu_runs if c is not None]
+    return {
+        "codec": codec,
+        "seconds": top.seconds,
+        "mb_per_s": mb_per_s,
+        "batches": top.batches,
+        "machine_cores_busy": top.machine_cores_busy,
+        "broker_cpu_s_per_gb": min(measured) if measured else None,
+        "broker_cpu_s_per_gb_runs": cpu_runs,
+    }
+
+
+def _ceiling_line(entry: Mapping[str, Any]) -> str:
+    line = f"    ceiling: {entry['mb_per_s']:.1f} MB/s ({entry['batches']:,} batches), "
+    line += f"machine cores busy {entry['machine_cores_busy'] or 0:.2f}"
+    if entry["broker_cpu_s_per_gb"] is not None:
+        runs = ", ".join("-" if c is None else f"{c:.2f}" for c in entry["broker_cpu_s_per_gb_runs"])
+        line += f", target broker {entry['broker_cpu_s_per_gb']:.2f} CPU-s/GB (runs: {runs})"
+    return line
+
+
+def _mirror_line(entry: Mapping[str, Any], ceiling: Mapping[str, Any]) -> str:
+    """The progress log's line for one mirror's run, its CPU per GB beside the target broker's ingest."""
+    cpu = entry["cpu_s_per_gb"]
+    line = (
+        f"    {entry['seconds']:.1f} s, {entry['mb_per_s']:.1f} MB/s ({entry['mb_per_s'] / ceiling['mb_per_s']:.0%} of "
+        f"the ceiling), {cpu:.2f} CPU-s/GB ({1000 / cpu if cpu else 0:.0f} MB/s per core), "
+        f"peak RSS {entry['peak_rss_mb']:.0f} MB, machine cores busy {entry.get('machine_cores_busy') or 0:.2f}"
+    )
+    broker = ceiling.get("broker_cpu_s_per_gb")
+    if broker and cpu:
+        line += f"; {entry['cpu_s_per_gb'] / broker:.2f}x the target broker's ingest CPU/GB ({broker:.2f})"
+    if entry.get("target_broker_cpu_s_per_gb") is not None:
+        line += f"; target broker meanwhile {entry['target_broker_cpu_s_per_gb']:.2f} CPU-s/GB"
+    return line
+
+
 def _throughput_step(
-    args: argparse.Namespace, steps: _Steps, src: str, tgt: str
+    args: argparse.Namespace, steps: _Steps, brokers: BrokerPair
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per codec: write the source, measure the ceiling, mirror with each mirror; (throughput, ceiling) entries."""
+    src, tgt = brokers.source, brokers.target
     records = int(args.gb * 1e9 / RECORD_BYTES)
     throughput: list[dict[str, Any]] = []
     ceiling: list[dict[str, Any]] = []
@@ -247,45 +304,32 @@ def _throughput_step(
         steps.announce(f"{codec}: the target ingesting the source's batches, no mirror (best of two)")
         # Best of two: the first ingest into a fresh broker also pays its JIT warm-up and the first
         # writes to new log and index files (a 125 MB/s ceiling once, that a mirror then beat).
-        top = min(
-            (
-                target_ingest(
-                    src,
-                    tgt,
-                    topic,
-                    partitions=PARTITIONS,
-                    target_topic=f"ceiling{i}.{topic}",
-                    on_progress=Progress("ceiling"),
-                )
-                for i in (1, 2)
-            ),
-            key=lambda run: run.seconds,
-        )
-        ceiling_mbps = top.records * RECORD_BYTES / 1e6 / top.seconds
-        ceiling.append(
-            {
-                "codec": codec,
-                "seconds": top.seconds,
-                "mb_per_s": ceiling_mbps,
-                "machine_cores_busy": top.machine_cores_busy,
-            }
-        )
-        print(
-            f"    ceiling: {ceiling_mbps:.1f} MB/s ({top.batches:,} batches), "
-            f"machine cores busy {top.machine_cores_busy or 0:.2f}",
-            flush=True,
-        )
+        # The target broker's own CPU is measured over each timed ingest when it runs on this machine.
+        runs = [
+            target_ingest(
+                src,
+                tgt,
+                topic,
+                partitions=PARTITIONS,
+                target_topic=f"ceiling{i}.{topic}",
+                on_progress=Progress("ceiling"),
+                target_pid=brokers.target_pid,
+            )
+            for i in (1, 2)
+        ]
+        ceiling.append(ceiling_entry(codec, runs))
+        print(_ceiling_line(ceiling[-1]), flush=True)
         for mirror in _csv(args.mirrors):
             steps.announce(f"{codec}: mirroring with {mirror}")
+            # Both brokers' own CPU over the mirror's run (start-up included): what the mirror costs them.
+            source_cpu, target_cpu = ProcessCpu(brokers.source_pid), ProcessCpu(brokers.target_pid)
             result = _throughput(mirror, codec, src, tgt, topic=topic, records=records, workdir=args.workdir)
-            throughput.append({k: v for k, v in asdict(result).items() if k not in ("mode", "records", "megabytes")})
-            throughput[-1]["mirror"] = mirror
-            print(
-                f"    {result.seconds:.1f} s, {result.mb_per_s:.1f} MB/s ({result.mb_per_s / ceiling_mbps:.0%} of the "
-                f"ceiling), {result.cpu_s_per_gb:.1f} CPU-s/GB, peak RSS {result.peak_rss_mb:.0f} MB, "
-                f"machine cores busy {result.machine_cores_busy or 0:.2f}",
-                flush=True,
-            )
+            entry = {k: v for k, v in asdict(result).items() if k not in ("mode", "records", "megabytes")}
+            entry["mirror"] = mirror
+            entry["source_broker_cpu_s_per_gb"] = per_gb(source_cpu.seconds(), result.megabytes)
+            entry["target_broker_cpu_s_per_gb"] = per_gb(target_cpu.seconds(), result.megabytes)
+            throughput.append(entry)
+            print(_mirror_line(entry, ceiling[-1]), flush=True)
     return throughput, ceiling
 
 
@@ -348,8 +392,9 @@ def _rates(args: argparse.Namespace) -> list[int]:
     return [int(float(r)) for r in _csv(args.latency_rates)]
 
 
-def run(args: argparse.Namespace, src: str, tgt: str) -> dict[str, Any]:
+def run(args: argparse.Namespace, brokers: BrokerPair) -> dict[str, Any]:
     """Every measurement; the results dict ``bench.report`` renders."""
+    src, tgt = brokers.source, brokers.target
     args.workdir.mkdir(parents=True, exist_ok=True)
     n_scaling = len(_csv(args.scaling_mirrors)) * len(_csv(args.scaling_tasks)) + 1 if args.scaling else 0
     steps = _Steps(
@@ -357,7 +402,7 @@ def run(args: argparse.Namespace, src: str, tgt: str) -> dict[str, Any]:
         + n_scaling
         + len(_rates(args)) * len(_csv(args.latency_mirrors))
     )
-    throughput, ceiling = _throughput_step(args, steps, src, tgt)
+    throughput, ceiling = _throughput_step(args, steps, brokers)
     scaling = _scaling_step(args, steps, src, tgt) if args.scaling else []
     latency = _latency_step(args, steps, src, tgt)
     return {
@@ -454,8 +499,8 @@ def main() -> int:
         )
     if bool(args.source) != bool(args.target):
         parser.error("give both --source and --target, or neither")
-    with given_or_local(args.workdir, args.source, args.target) as (src, tgt):
-        results = run(args, src, tgt)
+    with given_or_local_pair(args.workdir, args.source, args.target) as brokers:
+        results = run(args, brokers)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "benchmarks.json").write_text(json.dumps(results, indent=2) + "\n")
     for path in write_report(results, args.out):

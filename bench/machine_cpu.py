@@ -41,3 +41,33 @@ class BusyTimeline:
         if wall <= 0.5:  # too short a window to say anything
             return None
         return (self._busy[j] - self._busy[i]) / wall
+
+
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU-seconds ``pid`` has used so far, all its threads; None when unknown or gone.
+
+    For a broker this is its own cost (a JVM: request handlers, log appends, GC), apart from whatever
+    else shares the machine's cores.
+    """
+    if pid is None:
+        return None
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return float(times.user + times.system)
+
+
+class ProcessCpu:
+    """One process's CPU-seconds from its construction to :meth:`seconds` (None when unknown or gone)."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self._start = process_cpu_seconds(pid)
+
+    def seconds(self) -> float | None:
+        """CPU-seconds the process has used since this object was made."""
+        now = process_cpu_seconds(self.pid)
+        if now is None or self._start is None:
+            return None
+        return now - self._start

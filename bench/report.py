@@ -266,6 +266,11 @@ def _headline(results: Mapping[str, Any]) -> list[str]:
         raw_mbps, ceil_mbps = _num(raw, "copy_mb_per_s") or _num(raw, "mb_per_s"), _num(ceil.get(codec), "mb_per_s")
         if raw_mbps is not None and ceil_mbps:
             parts.append(f"{RAW_EOS} copies at {raw_mbps / ceil_mbps:.0%} of the target broker's no-mirror ingest")
+        per_byte = broker_cpu_ratio(raw, ceil.get(codec))
+        if per_byte is not None:
+            parts.append(
+                f"{RAW_EOS} spends **{_times(per_byte)}** the target broker's own CPU per GB ingesting the same batches"
+            )
         if parts:
             lines.append(f"- **{codec}**: " + "; ".join(parts) + ".")
 
@@ -359,10 +364,24 @@ def _method(results: Mapping[str, Any]) -> str:
     )
 
 
-def _per_core(entry: Mapping[str, Any]) -> float | None:
-    """MB/s per mirror core: MB per CPU-second of the mirror's processes."""
-    cpu = _num(entry, "cpu_s_per_gb")
+def _per_core(entry: Mapping[str, Any], key: str = "cpu_s_per_gb") -> float | None:
+    """MB/s per mirror core: MB per CPU-second of the mirror's processes (of the broker's, for a ceiling)."""
+    cpu = _num(entry, key)
     return 1000 / cpu if cpu else None
+
+
+def broker_cpu_ratio(entry: Mapping[str, Any] | None, ceiling: Mapping[str, Any] | None) -> float | None:
+    """A mirror's CPU-seconds per GB over the target broker's own per GB ingesting the same batches alone.
+
+    Unlike a share of the ceiling's MB/s, which measures how many cores the machine had left, this is
+    per byte: 0.5 means the mirror spends half what the broker spends to take the same data in.
+    """
+    return _ratio(_num(entry, "cpu_s_per_gb"), _num(ceiling, "broker_cpu_s_per_gb"))
+
+
+def _times(f: float | None) -> str:
+    """A ratio as "0.48x" (times sign), "-" when unknown."""
+    return DASH if f is None else f"{_fmt(f)}{TIMES}"
 
 
 def _throughput_section(results: Mapping[str, Any]) -> list[str]:
@@ -370,6 +389,8 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
     mirrors = _mirrors(_entries(results, "throughput"))
     # Runs saved before bench.compare sampled the machine have no "cores busy": no empty column then.
     busy = any(_num(e, "machine_cores_busy") is not None for e in [*tp.values(), *ceil.values()])
+    # Nor a broker-CPU column for runs without the target broker's own CPU (older runs, remote clusters).
+    per_byte = any(_num(c, "broker_cpu_s_per_gb") is not None for c in ceil.values())
     header = [
         "mirror",
         "seconds",
@@ -379,6 +400,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         *(["cores busy"] if busy else []),
         "CPU-s/GB",
         "MB/s per core",
+        *(["CPU/GB vs broker ingest"] if per_byte else []),
         "peak RSS MB",
         "speed vs MM2",
         "CPU/GB vs MM2",
@@ -407,6 +429,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
                     *([_fmt(_num(entry, "machine_cores_busy"), 2)] if busy else []),
                     _fmt(_num(entry, "cpu_s_per_gb"), 1),
                     _fmt(_per_core(entry), 1),
+                    *([_times(broker_cpu_ratio(entry, ceil.get(codec)))] if per_byte else []),
                     _fmt(_num(entry, "peak_rss_mb"), 0),
                     speed,
                     cpu,
@@ -418,7 +441,9 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
                 [CEILING_LABEL, _fmt(_num(c, "seconds"), 1), _fmt(_num(c, "mb_per_s"), 1)]
                 + [_fmt(_num(c, "mb_per_s"), 1), "100%"]
                 + ([_fmt(_num(c, "machine_cores_busy"), 2)] if busy else [])
-                + [DASH] * 5
+                + [_fmt(_num(c, "broker_cpu_s_per_gb"), 1), _fmt(_per_core(c, "broker_cpu_s_per_gb"), 1)]
+                + ([_times(1.0 if _num(c, "broker_cpu_s_per_gb") else None)] if per_byte else [])
+                + [DASH] * 3
             )
         if rows:
             lines += [f"### Codec `{codec}`", "", *_table(header, rows), ""]
@@ -438,7 +463,11 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         '333 (at least once, uncompressed). "cores busy" is the whole machine\'s busy CPU '
         "(both brokers, the mirror, everything) over the copy, in cores: near the machine's core count, a "
         "mirror is bound by the machine, not by its own design; the ceiling row's is the target broker "
-        'ingesting alone. "-" means a figure is missing from this run.',
+        "ingesting alone. On the ceiling row, CPU-s/GB and MB/s per core are the target broker's own process "
+        "(all its threads: request handling, log appends, GC) over the timed ingest, the lower of its two runs; "
+        '"CPU/GB vs broker ingest" is a mirror\'s CPU-s/GB over that: a per-byte comparison that, unlike "of '
+        'ceiling", does not depend on how many cores the machine had left. "-" means a figure is missing from '
+        "this run (the broker's CPU is measured only for local clusters, whose process is on this machine).",
         "",
     ]
     return lines

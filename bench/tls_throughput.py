@@ -47,6 +47,7 @@ import psutil
 
 from bench.ceiling import target_ingest
 from bench.compare import Progress, _machine
+from bench.machine_cpu import process_cpu_seconds
 from bench.mirror_throughput import PARTITIONS, RECORD_BYTES, mirror_once, write_source
 from bench.report import TLS_RESULTS, save_section
 from devkafka.cluster import LocalKafkaCluster
@@ -123,13 +124,7 @@ def plan(configs: Sequence[str], reps: int) -> list[tuple[int, str]]:
 
 def _cpu_seconds(pid: int | None) -> float:
     """User + system CPU seconds of ``pid`` so far (0 when unknown or gone)."""
-    if pid is None:
-        return 0.0
-    try:
-        times = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return 0.0
-    return float(times.user + times.system)
+    return process_cpu_seconds(pid) or 0.0
 
 
 def _busy_cpu_seconds() -> float:

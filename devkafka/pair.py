@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from devkafka.cluster import LocalKafkaCluster
@@ -64,22 +65,46 @@ class DevClusters:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class BrokerPair:
+    """A benchmark's two clusters: bootstrap servers, and each broker's process id when it runs on
+    this machine (None for a cluster given by address, whose process nobody here can measure)."""
+
+    source: str
+    target: str
+    source_pid: int | None = None
+    target_pid: int | None = None
+
+
 @contextmanager
-def given_or_local(workdir: Path, source: str | None, target: str | None) -> Iterator[tuple[str, str]]:
-    """The source and target bootstrap servers: the given ones, or local clusters started under
-    ``workdir`` for the block and discarded after it (a benchmark's usual set-up)."""
+def given_or_local_pair(workdir: Path, source: str | None, target: str | None) -> Iterator[BrokerPair]:
+    """The given source and target bootstrap servers (no pids), or local clusters started under
+    ``workdir`` for the block and discarded after it, with their brokers' pids."""
     if bool(source) != bool(target):
         raise ValueError("give both the source and the target bootstrap servers, or neither")
     if source and target:
-        yield source, target
+        yield BrokerPair(source, target)
         return
     clusters = DevClusters(workdir / "clusters")
     print("starting local source and target clusters...", flush=True)
     clusters.up()
     try:
-        yield clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
+        yield BrokerPair(
+            clusters.source.bootstrap_servers,
+            clusters.target.bootstrap_servers,
+            clusters.source.state.pid,
+            clusters.target.state.pid,
+        )
     finally:
         clusters.discard()
+
+
+@contextmanager
+def given_or_local(workdir: Path, source: str | None, target: str | None) -> Iterator[tuple[str, str]]:
+    """The source and target bootstrap servers: the given ones, or local clusters started under
+    ``workdir`` for the block and discarded after it (a benchmark's usual set-up)."""
+    with given_or_local_pair(workdir, source, target) as pair:
+        yield pair.source, pair.target
 
 
 def print_clusters(clusters: DevClusters | ReplicatedPair) -> None:
