@@ -50,6 +50,10 @@ from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.jars import KafkaJars
 
+#: Before an idle measurement, the caught-up mirror settles this long (its last commit's markers,
+#: offset flushes and checkpoints end); bench.shapes gives mirror-sink the same.
+IDLE_SETTLE_S = 10.0
+
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 TARGET_ALIAS = "target"
 SAMPLE_S = 0.5
@@ -418,6 +422,8 @@ def run_mm2(
                 if on_progress is not None:
                     on_progress(total, total)
                 if idle_s:
+                    time.sleep(IDLE_SETTLE_S)  # as bench.shapes: the last commit's work ends first
+                    sampler.sample()
                     busy = sampler.cpu_seconds
                     time.sleep(idle_s)
                     sampler.sample()

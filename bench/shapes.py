@@ -50,7 +50,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from bench.mirror_throughput import MODES, json_like_values
-from bench.mm2 import run_mm2
+from bench.mm2 import IDLE_SETTLE_S, run_mm2
 from devkafka.backends import reap_with_this_process
 from devkafka.data import (
     Address,
@@ -472,8 +472,11 @@ class _TreeSampler:
         """User + system seconds of every process seen."""
         return sum(self.cpu_by_pid.values())
 
-    def idle(self, seconds: float) -> float:
-        """CPU seconds the processes use over the next ``seconds`` (a caught-up mirror's standing cost)."""
+    def idle(self, seconds: float, settle_s: float = 0.0) -> float:
+        """CPU seconds the processes use over the ``seconds`` after ``settle_s`` (a caught-up mirror's
+        standing cost; the settling lets the last commit's markers and lag readings end first)."""
+        time.sleep(settle_s)
+        self.sample()
         busy = self.cpu_seconds
         time.sleep(seconds)
         self.sample()
@@ -561,7 +564,7 @@ def run_mirror_sink(
             if done >= total:
                 seconds = time.monotonic() - started
                 sampler.sample()
-                idle_cpu = sampler.idle(idle_s) if idle_s else None
+                idle_cpu = sampler.idle(idle_s, IDLE_SETTLE_S) if idle_s else None
                 break
             if proc.poll() is not None:
                 raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}\n{_tail(log_path)}")
