@@ -39,6 +39,9 @@ from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.skipped_ranges import AuditRecord, Recreation, SkippedRange
 
 _PROGRESS_INTERVAL_S = 30.0
+#: The longest an idle task (nothing in its cycle) waits for data before it serves the group,
+#: looks for new topics and counts its time again; new data ends the wait at once.
+_IDLE_WAIT_S = 0.5
 
 
 @dataclass
@@ -114,7 +117,10 @@ class Cycle:
             if own.unsaved_start or own.skipping or own.recreating:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
                 self._next_commit_at = 0.0
-            wait = max(0.0, min(0.1, self._next_commit_at - now))
+            if self._to_commit() or self.path.positions_move_unseen:
+                wait = max(0.0, min(0.1, self._next_commit_at - now))
+            else:
+                wait = _IDLE_WAIT_S  # nothing to commit until new data, which ends the wait
             copied = self._copy(wait)
             if copied is None:
                 continue
@@ -126,7 +132,8 @@ class Cycle:
                 or time.monotonic() >= self._next_commit_at
                 or (adaptive and self.committer.open and self.path.caught_up())
             ):
-                self.commit()
+                if self._to_commit() or self.path.positions_move_unseen:
+                    self.commit()  # (else nothing moved: no need to look at every partition's position)
                 self._next_commit_at = time.monotonic() + interval_s
                 if auto_mode and not self.committer.open and (why := self.path.record_mode_advised()):
                     raise SwitchToRecordMode(why)  # between cycles: nothing is open, nothing is lost
@@ -134,6 +141,12 @@ class Cycle:
             self.commit()  # graceful stop: finish the cycle rather than throw it away
         self.commit_source_positions()
         self.log_progress()
+
+    def _to_commit(self) -> bool:
+        """Whether the next commit has anything to do: an open cycle, or starts, skipped ranges or
+        recreations to save."""
+        own = self.ownership
+        return self.committer.open or bool(own.unsaved_start or own.skipping or own.recreating)
 
     def _copy(self, wait_s: float) -> Copied | None:
         """Move what the source has into the open cycle; None when the cycle had to be aborted."""

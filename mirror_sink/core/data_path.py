@@ -141,6 +141,10 @@ class DataPath(Protocol):
     def memory(self) -> dict[str, int]:
         """Raw mode: the memory budget's in_use, limit and peak bytes; empty in record mode."""
 
+    #: True when a partition's position can move with nothing copied (record mode: librdkafka steps
+    #: over transaction markers): an idle task then still commits on its interval to save it.
+    positions_move_unseen: bool
+
     def fetch_sessions(self) -> FetchSessionCounts | None:
         """Raw mode: its Fetches and fetch sessions (KIP-227); None in record mode (librdkafka
         sends a full Fetch every time)."""

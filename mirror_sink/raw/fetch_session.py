@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -104,21 +104,28 @@ class FetchSession:
         """True while the broker holds a session for this client."""
         return self.id != NO_SESSION and self.epoch > INITIAL_EPOCH
 
-    def plan(self, wanted: Mapping[SourcePartition, Sent], now: float) -> Plan:
-        """The Fetch that makes the broker serve exactly ``wanted`` (nothing is changed until ``sent``)."""
+    def plan(self, wanted: Mapping[SourcePartition, Sent], changed: Iterable[SourcePartition], now: float) -> Plan:
+        """The Fetch that makes the broker serve exactly ``wanted``, given the partitions whose
+        wanted state ``changed`` since the last Fetch sent (nothing is changed until ``sent``)."""
         if self.epoch == FINAL_EPOCH and self.enabled and now >= self._sessionless_until:
             self.epoch = INITIAL_EPOCH  # the cool-down is over: ask for a session again
         if self.epoch == FINAL_EPOCH:
             return Plan(Kind.SESSIONLESS, NO_SESSION, FINAL_EPOCH, dict(wanted))
         if self.epoch == INITIAL_EPOCH:
             return Plan(Kind.FULL, self.id, INITIAL_EPOCH, dict(wanted))
+        # Only what changed is compared: the session held the rest as wanted since its last Fetch.
         members = self.members
-        send = {tp: state for tp, state in wanted.items() if members.get(tp) != state}
-        forget = {tp: held.topic_id for tp, held in members.items() if tp not in wanted}
-        for tp, state in send.items():
-            held = members.get(tp)
-            if held is not None and held.topic_id != state.topic_id:
-                forget[tp] = held.topic_id  # another topic under the same name: a partition of its own
+        send: dict[SourcePartition, Sent] = {}
+        forget: dict[SourcePartition, uuid.UUID | None] = {}
+        for tp in changed:
+            state, held = wanted.get(tp), members.get(tp)
+            if state is None:
+                if held is not None:
+                    forget[tp] = held.topic_id
+            elif state != held:
+                send[tp] = state
+                if held is not None and held.topic_id != state.topic_id:
+                    forget[tp] = held.topic_id  # another topic under the same name: a partition of its own
         return Plan(Kind.INCREMENTAL, self.id, self.epoch, send, forget)
 
     def sent(self, plan: Plan) -> None:

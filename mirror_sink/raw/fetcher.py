@@ -183,6 +183,23 @@ class RawFetcher:
         self._use_sessions = sessions
         #: Topic id -> name for v13 responses, which name topics by id only (ids are never reused).
         self._names: dict[uuid.UUID, str] = {}
+        # What each leader should serve is kept between rounds and recomputed only for partitions
+        # whose fetch state may have changed, so an idle round costs nothing per partition.
+        #: Per leader, the partitions it should serve now, with their fetch state.
+        self._wanted: dict[Any, dict[SourcePartition, Sent]] = {}
+        #: The leader each wanted partition is in ``_wanted`` under.
+        self._wanted_at: dict[SourcePartition, Any] = {}
+        #: Per leader, partitions whose wanted state changed since its last Fetch (its session's diff).
+        self._changed: dict[Any, set[SourcePartition]] = {}
+        #: Partitions to recompute at the next ``fill``.
+        self._dirty: set[SourcePartition] = set()
+        #: Partitions in an error backoff, held back, gone, or with queued items (for O(1) checks).
+        self._retrying: set[SourcePartition] = set()
+        self._held: set[SourcePartition] = set()
+        self._gone: set[SourcePartition] = set()
+        self._ready: set[SourcePartition] = set()
+        #: Leaders or leader epochs may have moved: every partition is recomputed at the next ``fill``.
+        self._metadata_updated = False
         #: Fetches sent by kind, and session resets by reason, since the start (for metrics).
         self.requests: dict[str, int] = {kind.value: 0 for kind in Kind}
         self.resets: dict[str, int] = {}
@@ -194,6 +211,11 @@ class RawFetcher:
         self.held_back = False
         self._copies = _COPIES_IN_PLACE if receive.installed() else _COPIES_KAFKA_PYTHON
         self.version = wire.negotiate(FetchRequest, *_FETCH_VERSIONS)
+        wire.on_metadata_update(self._on_metadata_update)
+
+    def _on_metadata_update(self) -> None:
+        # Called inside the network poll (the fetch thread): a flag, no lock and no I/O.
+        self._metadata_updated = True
 
     # -- assignment -----------------------------------------------------------------------------
     @_locked
@@ -213,6 +235,7 @@ class RawFetcher:
             self._parts[tp] = _Partition(offset, next(self._epochs), topic_id=topic_id, last_epoch=epochs.get(tp, -1))
             if topic_id is not None:
                 self._names[topic_id] = tp.topic
+        self._dirty.update(starts)
 
     @_locked
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
@@ -220,7 +243,8 @@ class RawFetcher:
         for tp in partitions:
             part = self._parts.pop(tp, None)
             if part is not None:
-                self._drop_queue(part)
+                self._drop_queue(tp, part)
+                self._dirty.add(tp)
 
     @_locked
     def seek(
@@ -231,25 +255,29 @@ class RawFetcher:
         epochs = leader_epochs or {}
         for tp, offset in offsets.items():
             part = self._parts[tp]
-            self._drop_queue(part)
+            self._drop_queue(tp, part)
+            self._dirty.add(tp)
+            self._gone.discard(tp)
             part.position = offset
             part.epoch = next(self._epochs)
             part.gone = None
             part.retry_at = 0.0
             part.last_epoch = epochs.get(tp, -1)
 
-    def _drop_queue(self, part: _Partition) -> None:
+    def _drop_queue(self, tp: SourcePartition, part: _Partition) -> None:
         self.budget.give_back(part.queued_charge)
         part.queue.clear()
         part.queued_bytes = part.queued_charge = 0
+        self._ready.discard(tp)
 
     @_locked
     def check_gone(self) -> None:
         """Raise, in the task thread, what happened to the first partition whose next offset the source
         no longer has: ``SourceOffsetOutOfRange`` (the task decides: fail, or skip and seek) or
         ``SourceTruncated`` (the task fails)."""
-        for part in self._parts.values():
-            if part.gone is not None:
+        for tp in self._gone:
+            part = self._parts.get(tp)
+            if part is not None and part.gone is not None:
                 raise part.gone
 
     @property
@@ -257,6 +285,11 @@ class RawFetcher:
         """The assigned partitions."""
         with self._lock:
             return list(self._parts)
+
+    @_locked
+    def ready(self) -> list[SourcePartition]:
+        """The partitions with fetched items waiting to be taken."""
+        return list(self._ready)
 
     @_locked
     def pending(self, tp: SourcePartition) -> int:
@@ -279,50 +312,28 @@ class RawFetcher:
         item = part.queue.popleft()
         part.queued_bytes -= item.size
         part.queued_charge -= item.charge
+        if not part.queue:
+            self._ready.discard(tp)
+        if part.held and part.queued_bytes <= self.partition_max_bytes // 2:
+            self._dirty.add(tp)  # room again: back into its leader's session
         return item
 
     # -- fetching -------------------------------------------------------------------------------
     @_locked
     def fill(self) -> None:
         """Send a Fetch to every leader with no request in flight, as far as the budget allows."""
-        wanted: dict[Any, dict[SourcePartition, Sent]] = {}
         now = time.monotonic()
-        by_id = self.version >= _BY_TOPIC_ID
-        # Rotated on every round: the broker fills a full Fetch's response in request order, so a
-        # fixed order could leave the last partitions with nothing while the first always have data
-        # (in a session the broker rotates the partitions it answered by itself, KAFKA-12330).
-        order = list(self._parts)
-        self._rotation = (self._rotation + 1) % max(len(order), 1)
-        held_back = False
-        for tp in order[self._rotation :] + order[: self._rotation]:
-            part = self._parts[tp]
-            if part.retry_at > now or part.gone is not None:
-                continue
-            if part.queued_bytes >= self.partition_max_bytes or (
-                part.held and part.queued_bytes > self.partition_max_bytes // 2
-            ):
-                # Enough waits for this partition: its leader's session forgets it (a partition
-                # left out of a session's Fetch is still served) and the budget goes to the others.
-                part.held = held_back = True
-                continue
-            part.held = False
-            leader = self.wire.leader(*tp)  # (None: unknown yet; the topic's metadata is requested)
-            if leader is None or leader in self._inflight:
-                continue
-            if by_id and part.topic_id is None:
-                part.topic_id = self.wire.topic_id(tp.topic)  # pinned: the id of what is mirrored from here
-                if part.topic_id is None:
-                    self.wire.refresh_metadata()
-                    continue
-                self._names[part.topic_id] = tp.topic
-            wanted.setdefault(leader, {})[tp] = Sent(
-                part.epoch,
-                part.position,
-                part.last_epoch,
-                # KIP-320: the broker refuses a stale or unknown leader (and the session notices a new one).
-                self.wire.leader_epoch(*tp),
-                part.topic_id if by_id else None,
-            )
+        if self._metadata_updated:
+            self._metadata_updated = False
+            self._dirty.update(self._parts)
+        if self._retrying:
+            due = {tp for tp in self._retrying if (p := self._parts.get(tp)) is None or p.retry_at <= now}
+            self._retrying -= due
+            self._dirty |= due
+        dirty, self._dirty = self._dirty, set()
+        for tp in dirty:
+            self._recompute(tp, now)
+        held_back = bool(self._held)
         # A broker answers one request per connection at a time, a Fetch parked for
         # fetch.wait.max.ms included: a long poll for partitions that had nothing would keep the
         # held ones from being fetched the moment their queues have room (a tenth of the Fetches
@@ -331,11 +342,13 @@ class RawFetcher:
         # asked once per max wait unless its session changed.
         wait_ms = 0 if held_back else self.max_wait_ms
         most = self.budget.limit // (_FETCH_SHARE * self._copies)
-        for leader, want in wanted.items():
+        for leader, want in self._wanted.items():
+            if not want or leader in self._inflight:
+                continue
             session = self._sessions.get(leader)
             if session is None:
                 session = self._sessions[leader] = FetchSession(leader, enabled=self._use_sessions)
-            plan = session.plan(want, now)
+            plan = session.plan(want, self._changed.get(leader, ()), now)
             if (
                 held_back
                 and not plan.changes
@@ -358,15 +371,75 @@ class RawFetcher:
             self.budget.take(charge)
             request = self._request(plan, max_bytes, wait_ms)
             session.sent(plan)
+            self._changed.pop(leader, None)
             self.requests[plan.kind.value] += 1
             self._inflight[leader] = _InFlight(self.wire.send(leader, request), charge, plan)
         self.held_back = held_back
+
+    def _recompute(self, tp: SourcePartition, now: float) -> None:
+        """Put ``tp`` under the leader that should serve it now, with its fetch state, or nowhere
+        (unassigned, gone, in an error backoff, held back, its leader or topic id unknown yet)."""
+        part = self._parts.get(tp)
+        leader: Any = None
+        state: Sent | None = None
+        if part is None or part.gone is not None:
+            self._held.discard(tp)
+        elif part.retry_at > now:
+            self._retrying.add(tp)
+        elif part.queued_bytes >= self.partition_max_bytes or (
+            part.held and part.queued_bytes > self.partition_max_bytes // 2
+        ):
+            # Enough waits for this partition: its leader's session forgets it (a partition left
+            # out of a session's Fetch is still served) and the budget goes to the others.
+            part.held = True
+            self._held.add(tp)
+        else:
+            part.held = False
+            self._held.discard(tp)
+            leader = self.wire.leader(*tp)  # (None: unknown yet; the topic's metadata is requested)
+            by_id = self.version >= _BY_TOPIC_ID
+            if leader is not None and by_id and part.topic_id is None:
+                part.topic_id = self.wire.topic_id(tp.topic)  # pinned: the id of what is mirrored from here
+                if part.topic_id is None:
+                    self.wire.refresh_metadata()
+                else:
+                    self._names[part.topic_id] = tp.topic
+            if leader is None or (by_id and part.topic_id is None):
+                self._dirty.add(tp)  # looked at again next round
+                leader = None
+            else:
+                state = Sent(
+                    part.epoch,
+                    part.position,
+                    part.last_epoch,
+                    # KIP-320: the broker refuses a stale or unknown leader (and the session notices a new one).
+                    self.wire.leader_epoch(*tp),
+                    part.topic_id if by_id else None,
+                )
+        before = self._wanted_at.get(tp)
+        if before is not None and before != leader:
+            del self._wanted[before][tp]
+            self._changed.setdefault(before, set()).add(tp)
+            del self._wanted_at[tp]
+        if state is not None:
+            want = self._wanted.setdefault(leader, {})
+            if want.get(tp) != state:
+                want[tp] = state
+                self._changed.setdefault(leader, set()).add(tp)
+            self._wanted_at[tp] = leader
 
     def _request(self, plan: Plan, max_bytes: int, wait_ms: int) -> FetchRequest:
         f = FetchRequest
         by_id = self.version >= _BY_TOPIC_ID
         topics: dict[Any, list[Any]] = {}
-        for (topic, partition), state in plan.send.items():
+        named = list(plan.send.items())
+        if plan.kind is not Kind.INCREMENTAL and named:
+            # Rotated on every full Fetch: the broker fills a response in request order, so a fixed
+            # order could leave the last partitions with nothing while the first always have data
+            # (in a session the broker rotates the partitions it answered by itself, KAFKA-12330).
+            self._rotation = (self._rotation + 1) % len(named)
+            named = named[self._rotation :] + named[: self._rotation]
+        for (topic, partition), state in named:
             topics.setdefault(state.topic_id if by_id else topic, []).append(
                 f.FetchTopic.FetchPartition(
                     partition=partition,
@@ -437,7 +510,11 @@ class RawFetcher:
                         and held is not None
                         and (held.epoch, held.offset) == (part.epoch, part.position)
                     ):
-                        frame = self._take_response(SourcePartition(*key), part, pd) or frame
+                        tp = SourcePartition(*key)
+                        frame = self._take_response(tp, part, pd) or frame
+                        self._dirty.add(tp)  # its position, or its state, may have moved
+                        if part.queue:
+                            self._ready.add(tp)
                     pd.records = None
             if frame is not None:
                 self._charge_frame(frame)
@@ -459,6 +536,7 @@ class RawFetcher:
             # Not raised here: the fetch thread goes on for the other partitions, and this one waits
             # for the task's decision (``check_gone``, then a seek past the gap or a failure).
             part.gone = SourceOffsetOutOfRange(tp.topic, tp.partition, part.position, "OFFSET_OUT_OF_RANGE")
+            self._gone.add(tp)
             return None
         if pd.error_code in (KafkaErrorCode.UNKNOWN_TOPIC_ID, KafkaErrorCode.INCONSISTENT_TOPIC_ID):
             return self._topic_id_unknown(tp, part, pd.error_code)
@@ -471,6 +549,7 @@ class RawFetcher:
                 f"{diverging.end_offset}..{part.position - 1} that the source no longer has; the mirror stops "
                 "rather than mirror over them (docs/troubleshooting.md)"
             )
+            self._gone.add(tp)
             return None
         if pd.error_code in _FETCH_AGAIN:
             log.info("%s: %s; refreshing metadata and retrying", where, error_name(pd.error_code))
@@ -516,6 +595,7 @@ class RawFetcher:
                 f"the topic was deleted and created again: it has id {as_text(now)} now, the mirrored offsets "
                 f"belong to id {as_text(part.topic_id)}",
             )
+            self._gone.add(tp)
             return
         log.info("source partition %s: %s; refreshing metadata and retrying", tp, error_name(code))
         self.wire.refresh_metadata()
@@ -571,8 +651,8 @@ class RawFetcher:
     def close(self, *, close_sessions: bool = True) -> None:
         """Drop everything queued, close the fetch sessions (``close_sessions``: only when no other
         thread drives the connections) and the connections."""
-        for part in self._parts.values():
-            self._drop_queue(part)
+        for tp, part in self._parts.items():
+            self._drop_queue(tp, part)
         self._parts.clear()
         if close_sessions:
             self._close_sessions()

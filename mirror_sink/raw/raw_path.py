@@ -232,6 +232,9 @@ class RawPath:
         """Batches forwarded as they are, and re-encoded by reason, since the start."""
         return {"forwarded": self.forwarded, **{f"reencoded_{why}": n for why, n in self.reencoded.items()}}
 
+    #: Every position move (past control batches and aborted ranges too) is a taken item, which opens the cycle.
+    positions_move_unseen = False
+
     def fetch_sessions(self) -> FetchSessionCounts:
         """The fetcher's Fetches by kind, session resets by reason, and the sessions it holds."""
         held = self.fetcher.session_counts()
@@ -258,7 +261,7 @@ class RawPath:
         what they add, and whether there were any."""
         plan: list[tuple[SourcePartition, TargetPartition, Fetched]] = []
         planned_bytes = 0
-        for tp in self.fetcher.partitions:
+        for tp in self.fetcher.ready():
             target_tp = self._target.get(tp)
             if target_tp is None or target_tp.topic != target_of[tp.topic]:  # new, or its mapping changed
                 target_tp = self._target[tp] = TargetPartition(target_of[tp.topic], tp.partition)

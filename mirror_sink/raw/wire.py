@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import kafka.errors as kerr
@@ -228,6 +228,10 @@ class WireClient:
         """The topic's id as the latest metadata gave it (None: unknown yet)."""
         found = self._client.cluster.topic_id(topic)
         return found if isinstance(found, uuid.UUID) and found.int else None
+
+    def on_metadata_update(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after each metadata update (inside ``poll``, on the polling thread)."""
+        self._client.cluster.add_listener(lambda _cluster: callback())
 
     def refresh_metadata(self) -> None:
         """Ask for fresh metadata (leaders moved, a broker bounced)."""

@@ -174,6 +174,9 @@ class RecordPath:
         """Raw mode's counters: none here."""
         return {}
 
+    #: librdkafka's position steps over transaction markers without returning a message.
+    positions_move_unseen = True
+
     def fetch_sessions(self) -> None:
         """None: librdkafka has no fetch sessions (it sends every partition in every Fetch)."""
         return None

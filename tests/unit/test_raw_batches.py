@@ -301,6 +301,9 @@ class _Wire:
     def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
         return lowest
 
+    def on_metadata_update(self, callback: object) -> None:
+        pass
+
 
 def _fetch_response(
     records: bytes, aborted: list[tuple[int, int]] | None = None, last_stable_offset: int = -1
@@ -481,17 +484,20 @@ def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothin
     wire.sent[1].success(_answer(session_id=7))
     fetcher.collect()
     parts[full].queued_bytes = 0
+    fetcher._dirty.add(full)  # as taking or queueing items does
     fetcher.fill()
     assert asked(wire.requests[2]) == [0] and wire.requests[2].max_wait_ms == 100
     # Full again: the session forgets it, and keeps it out until its queue is down to half.
     wire.sent[2].success(_answer(session_id=7))
     fetcher.collect()
     parts[full].queued_bytes = 1 << 16
+    fetcher._dirty.add(full)  # as taking or queueing items does
     fetcher.fill()
     assert forgotten(wire.requests[3]) == [0] and asked(wire.requests[3]) == []
     wire.sent[3].success(_answer(session_id=7))
     fetcher.collect()
     parts[full].queued_bytes = (1 << 15) + 1
+    fetcher._dirty.add(full)  # as taking or queueing items does
     fetcher._sessions[1].last_answer -= 1
     fetcher.fill()
     assert asked(wire.requests[4]) == [] and forgotten(wire.requests[4]) == [], "still above half: still held"

@@ -63,6 +63,9 @@ class _Wire:
     def refresh_metadata(self) -> None:
         self.refreshes += 1
 
+    def on_metadata_update(self, callback: Any) -> None:
+        self.metadata_updated = callback
+
 
 def _fetcher(wire: _Wire) -> RawFetcher:
     return RawFetcher(
@@ -326,6 +329,7 @@ def test_a_partition_that_moved_to_another_leader_is_forgotten_by_the_old_one_an
     _reply(fetcher, _nothing(0, 0), _nothing(1, 0), _nothing(2, 0))
     fetcher.fill()  # leader 1's Fetch in flight, its session holding the partition at 0
     wire.leaders[moved] = 2
+    wire.metadata_updated()
     fetcher.fill()
     assert _named(wire.requests[-1]) == {2: 0} and _meta(wire.requests[-1]) == (0, 0), "leader 2's first Fetch"
     wire.futures[-1].success(
@@ -383,3 +387,33 @@ def test_closing_the_fetcher_closes_its_sessions_on_the_brokers() -> None:
     _reply(fetcher, _nothing(0, 0))
     fetcher.close()
     assert _meta(wire.requests[-1]) == (9, -1) and _named(wire.requests[-1]) == {}
+
+
+def test_an_idle_round_costs_nothing_per_partition() -> None:
+    """10,000 caught-up partitions: after the first round, fill and collect look at none of them
+    (counted, not timed); a metadata update has every one looked at again, once."""
+
+    class _CountingWire(_Wire):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lookups = 0
+
+        def leader_epoch(self, topic: str, partition: int) -> int:
+            self.lookups += 1
+            return super().leader_epoch(topic, partition)
+
+    wire = _CountingWire()
+    fetcher = _fetcher(wire)
+    tps = [SourcePartition(f"t{i // 100}", i % 100) for i in range(10_000)]
+    fetcher.assign(dict.fromkeys(tps, 0), {tp.topic: OLD for tp in tps})
+    fetcher.fill()
+    assert wire.lookups == 10_000 and sum(len(t.partitions) for t in wire.requests[-1].topics) == 10_000
+    _reply(fetcher)
+    for _ in range(5):
+        fetcher.fill()
+        assert _named(wire.requests[-1]) == {} and _forgotten(wire.requests[-1]) == []
+        _reply(fetcher)
+    assert wire.lookups == 10_000, "nothing changed: no partition was looked at"
+    wire.metadata_updated()
+    fetcher.fill()
+    assert wire.lookups == 20_000 and _named(wire.requests[-1]) == {}, "same leaders and epochs: nothing to send"
