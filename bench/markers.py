@@ -1,0 +1,302 @@
+"""What a commit costs against the number of partitions its transaction touched: the transaction markers.
+
+    .venv/bin/python -m bench.markers                    # a local target broker, 20 commits per size
+    .venv/bin/python -m bench.markers --transactions 10 --partitions 1,10,100
+    .venv/bin/python -m bench.markers --target host:9092 # a given cluster (one topic of 1,000 partitions is created)
+
+When a transaction commits (EndTxn), the coordinator writes the PrepareCommit to its log, answers,
+and only then writes a COMMIT marker to every partition the transaction touched. Until all of them
+are written the producer's next AddPartitionsToTxn is refused with CONCURRENT_TRANSACTIONS, and
+the client retries (mirror-sink's raw ``TransactionClient``: backoff from 5 ms doubling up to
+0.5 s). At 1,000 partitions that wait was 3.5-8 s per commit on a 2-core machine
+(docs/benchmarks.md, "At scale").
+
+For each number P of partitions touched (``--partitions``), ``--transactions`` + 1 transactions
+are written with raw mode's own clients (``WireClient``, ``TransactionClient``,
+``ProducePipeline``), each one small record batch (about 400 bytes) to each of the first P
+partitions of one 1,000-partition topic, then committed. Per commit it measures:
+
+- ``commit``: the EndTxn call, from outside;
+- ``next add``: the next transaction's AddPartitionsToTxn until accepted, retries included: the
+  marker wait as a client sees it (an upper bound, late by up to one backoff step);
+- ``last refusal``: when the last refused AddPartitionsToTxn answer of that call arrived (a lower
+  bound of the marker wait; 0 when the first attempt was accepted), and how many were refused.
+
+The first transaction of each P only absorbs the previous P's markers and is not counted. Only the
+target cluster is used: without ``--target`` a single local KRaft broker is started under
+``--workdir`` and discarded at the end. Prints a table and writes JSON to ``--out``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from devkafka.cluster import LocalKafkaCluster
+from devkafka.data import client_settings, create_topic
+from devkafka.jars import KafkaJars
+from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.producer import ProducePipeline
+from mirror_sink.raw.transactions import TransactionClient
+from mirror_sink.raw.wire import NodeId, WireClient
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTITIONS = (1, 10, 100, 300, 1000)
+RECORDS_PER_BATCH = 4
+VALUE_BYTES = 64
+
+
+class AddPartitionsLog(WireClient):
+    """A WireClient noting when each AddPartitionsToTxn answer arrived and whether it was refused."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: (monotonic time of the answer, refused) of each AddPartitionsToTxn since the last clear.
+        self.answers: list[tuple[float, bool]] = []
+
+    def call(self, node: NodeId, request: Any, what: str, timeout_s: float = 30.0) -> Any:
+        response = super().call(node, request, what, timeout_s)
+        if what == "AddPartitionsToTxn":
+            refused = any(
+                x.partition_error_code for t in response.results_by_topic_v3_and_below for x in t.results_by_partition
+            )
+            self.answers.append((time.monotonic(), refused))
+        return response
+
+
+@dataclass
+class Sample:
+    """One commit and the next transaction's AddPartitionsToTxn, in seconds."""
+
+    produce_s: float  # the transaction's batches sent and acknowledged
+    commit_s: float  # EndTxn
+    next_add_s: float  # the next AddPartitionsToTxn until accepted (upper bound of the marker wait)
+    last_refusal_s: float  # when its last refused attempt was answered (lower bound; 0: none refused)
+    refusals: int
+    at_s: float  # when that next add started, seconds since the producer started (to line up with other load)
+
+
+@dataclass
+class Summary:
+    """Median and p90 in milliseconds of one P's samples."""
+
+    partitions: int
+    commits: int
+    produce_ms: float
+    commit_ms: float
+    commit_p90_ms: float
+    next_add_ms: float
+    next_add_p90_ms: float
+    next_add_per_partition_ms: float
+    last_refusal_ms: float
+    refusals: float
+    samples: list[Sample] = field(default_factory=list)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` percentile (0 < q <= 100) of ``values``."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def summarize(partitions: int, samples: Sequence[Sample]) -> Summary:
+    """Medians (and p90s of the commit and the next add) of ``samples``, in ms."""
+
+    def ms(values: Sequence[float], q: float = 50) -> float:
+        return round(1000 * (statistics.median(values) if q == 50 else percentile(values, q)), 2)
+
+    adds = [s.next_add_s for s in samples]
+    commits = [s.commit_s for s in samples]
+    return Summary(
+        partitions=partitions,
+        commits=len(samples),
+        produce_ms=ms([s.produce_s for s in samples]),
+        commit_ms=ms(commits),
+        commit_p90_ms=ms(commits, 90),
+        next_add_ms=ms(adds),
+        next_add_p90_ms=ms(adds, 90),
+        next_add_per_partition_ms=round(1000 * statistics.median(adds) / partitions, 3),
+        last_refusal_ms=ms([s.last_refusal_s for s in samples]),
+        refusals=statistics.median(s.refusals for s in samples),
+        samples=list(samples),
+    )
+
+
+def small_batch() -> bytes:
+    """One uncompressed v2 batch of a few small records (the pipeline stamps producer id, epoch, sequence)."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 16,
+    )
+    now = int(time.time() * 1000)
+    for i in range(RECORDS_PER_BATCH):
+        builder.append(i, now, f"key-{i}".encode(), bytes(VALUE_BYTES), [])
+    return bytes(builder.build())
+
+
+class MarkerBench:
+    """One transactional producer on the target, writing transactions over the first P partitions of ``topic``."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic = topic
+        self.wire = AddPartitionsLog(client_settings(bootstrap), "target", "bench-markers", 16 << 20)
+        self.txn = TransactionClient(
+            self.wire,
+            transactional_id=f"bench-markers-{uuid.uuid4().hex[:8]}",
+            transaction_timeout_ms=120_000,
+            group_id="unused",
+        )
+        self.producer = ProducePipeline(self.wire, self.txn, MemoryBudget(0), request_max_bytes=16 << 20)
+        self.batch = small_batch()
+        self.started = time.monotonic()
+        self.txn.init_producer_id()
+        self.producer.new_epoch()
+        while any(self.wire.leader(topic, p) is None for p in range(partitions)):  # metadata: not timed
+            self.wire.poll(0.1)
+
+    def close(self) -> None:
+        """Close the connections (no transaction is left open: each one is committed)."""
+        self.producer.close()
+
+    def transaction(self, partitions: int) -> tuple[float, float, int, float, float, float]:
+        """One transaction over partitions 0..P-1: (add s, last refusal s, refusals, produce s, commit s, at s)."""
+        tps = [TargetPartition(self.topic, p) for p in range(partitions)]
+        self.wire.answers.clear()
+        started = time.monotonic()
+        self.txn.add_partitions(tps)
+        added = time.monotonic()
+        refused = [at for at, was_refused in self.wire.answers if was_refused]
+        for tp in tps:  # each send rewrites its batch in place: a copy each
+            self.producer.send(tp, memoryview(bytearray(self.batch)), RECORDS_PER_BATCH, 0, None)
+        self.producer.flush()
+        produced = time.monotonic()
+        self.txn.end(commit=True)
+        committed = time.monotonic()
+        self.txn.forget_transaction()
+        self.producer.produced = False
+        last_refusal = refused[-1] - started if refused else 0.0
+        at = started - self.started
+        return added - started, last_refusal, len(refused), produced - added, committed - produced, at
+
+    def measure(self, partitions: int, commits: int) -> Summary:
+        """``commits`` + 1 transactions over P partitions; each commit paired with the next one's add."""
+        samples: list[Sample] = []
+        previous: tuple[float, float] | None = None  # (produce s, commit s) of the transaction before
+        for _ in range(commits + 1):
+            add_s, last_refusal_s, refusals, produce_s, commit_s, at_s = self.transaction(partitions)
+            if previous is not None:
+                samples.append(Sample(previous[0], previous[1], add_s, last_refusal_s, refusals, round(at_s, 3)))
+            previous = (produce_s, commit_s)
+        return summarize(partitions, samples)
+
+
+@contextmanager
+def target_cluster(workdir: Path, given: str | None) -> Iterator[str]:
+    """The given bootstrap servers, or a single local KRaft broker started under ``workdir`` and discarded after."""
+    if given:
+        yield given
+        return
+    cluster = LocalKafkaCluster("target", workdir / "target", KafkaJars.ensure())
+    print("starting a local target broker...", flush=True)
+    try:
+        cluster.start(timeout=180)
+        yield cluster.bootstrap_servers
+    finally:
+        cluster.stop(hard=True)
+        shutil.rmtree(workdir / "target", ignore_errors=True)
+
+
+def loadavg() -> str:
+    """The machine's 1, 5 and 15 minute load averages (other work on a shared machine skews the numbers)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def render(summaries: Sequence[Summary]) -> str:
+    """The results as a Markdown table."""
+    lines = [
+        "| partitions | commits | produce ms | EndTxn ms (median / p90) | next add ms (median / p90) "
+        "| next add ms per partition | last refusal ms | refusals |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for s in summaries:
+        lines.append(
+            f"| {s.partitions} | {s.commits} | {s.produce_ms:.1f} | {s.commit_ms:.1f} / {s.commit_p90_ms:.1f} "
+            f"| {s.next_add_ms:.1f} / {s.next_add_p90_ms:.1f} | {s.next_add_per_partition_ms:.3f} "
+            f"| {s.last_refusal_ms:.1f} | {s.refusals:g} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Measure each P, print the table, write the JSON; see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--transactions", type=int, default=20, help="commits measured per partition count")
+    parser.add_argument(
+        "--partitions", default=",".join(map(str, PARTITIONS)), help="comma-separated partition counts (max 1000)"
+    )
+    parser.add_argument("--target", help="target bootstrap servers (default: a local broker started here)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "markers.json")
+    parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "results" / "markers")
+    args = parser.parse_args()
+    counts = [int(p) for p in args.partitions.split(",")]
+    if any(not 1 <= p <= max(PARTITIONS) for p in counts) or args.transactions < 1:
+        parser.error(f"partition counts must be 1..{max(PARTITIONS)} and --transactions at least 1")
+    load_before = loadavg()
+    started = time.time()
+    summaries: list[Summary] = []
+    with target_cluster(args.workdir, args.target) as bootstrap:
+        topic = f"bench-markers-{int(started)}"
+        create_topic(bootstrap, topic, max(PARTITIONS), timeout=180)
+        bench = MarkerBench(bootstrap, topic, max(counts))
+        try:
+            for p in counts:
+                summary = bench.measure(p, args.transactions)
+                print(
+                    f"P={p}: EndTxn {summary.commit_ms:.1f} ms, next add {summary.next_add_ms:.1f} ms (median)",
+                    flush=True,
+                )
+                summaries.append(summary)
+        finally:
+            bench.close()
+    load_after = loadavg()
+    table = render(summaries)
+    print(table)
+    print(f"load average (1/5/15 min) before: {load_before}; after: {load_after}")
+    result = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        "command": " ".join([".venv/bin/python -m bench.markers", *sys.argv[1:]]),
+        "target": args.target or "local single-broker KRaft cluster",
+        "batch_bytes": len(small_batch()),
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
+        "seconds": round(time.time() - started, 1),
+        "results": [asdict(s) for s in summaries],
+        "table": table,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
