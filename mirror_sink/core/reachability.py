@@ -13,12 +13,14 @@ from __future__ import annotations
 import errno
 import socket
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 #: How long one address may take to accept a TCP connection before it counts as not answering.
 CONNECT_TIMEOUT_S = 3.0
+#: Addresses of one cluster tried at the same time.
+PROBE_THREADS = 8
 
 
 def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
@@ -80,14 +82,21 @@ def probe(
     bootstrap: str,
     timeout_s: float = CONNECT_TIMEOUT_S,
     failure: Callable[[str, int, float], str | None] = connect_failure,
+    *,
+    pool: Executor | None = None,
 ) -> Unreachable | None:
     """``Unreachable`` when none of ``bootstrap``'s addresses accepts a TCP connection; None when one
-    does. The addresses are tried at once, so the answer takes at most about ``timeout_s``."""
+    does. The addresses are tried at once, so the answer takes at most about ``timeout_s``: on
+    ``pool`` (a prober that comes back every few seconds keeps one, ``PROBE_THREADS`` wide), else on
+    threads made for this probe."""
     addresses = bootstrap_addresses(bootstrap)
     if not addresses:
         return Unreachable(cluster, alias, (f"bootstrap.servers {bootstrap!r} names no host:port",))
-    with ThreadPoolExecutor(max_workers=min(len(addresses), 8), thread_name_prefix="probe") as pool:
+    if pool is not None:
         reasons = list(pool.map(lambda a: failure(a[0], a[1], timeout_s), addresses))
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(addresses), PROBE_THREADS), thread_name_prefix="probe") as own:
+            reasons = list(own.map(lambda a: failure(a[0], a[1], timeout_s), addresses))
     if any(r is None for r in reasons):
         return None
     return Unreachable(cluster, alias, tuple(r for r in reasons if r is not None))

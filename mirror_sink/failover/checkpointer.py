@@ -7,7 +7,9 @@ mirror has already passed (so every checkpoint is exact) and that changed. With
 the target, only while such a group has no active members, and never backwards.
 
 The default interval is 5 s, not MirrorMaker 2's 60 s: a round costs a few small requests, and the
-interval bounds how far behind a disaster failover's checkpoints can be.
+interval bounds how far behind a disaster failover's checkpoints can be. Its clients live as long as
+the emitter (one consumer per group, ``GroupMembers``), and a round that finds no new sync and every
+group's offsets as the last complete round left them stops there: it would write nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import checkpoint_round_seconds, checkpoints_written_total
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.groups import IDLE_STATES, GroupActive, commit_offsets, committed_offsets, list_groups
+from mirror_sink.failover.groups import IDLE_STATES, GroupActive, GroupMembers, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader
 from mirror_sink.failover.translation import Translation, source_partitions, translate_group
 
@@ -47,6 +49,8 @@ class CheckpointEmitter:
         self._syncs = OffsetSyncReader(config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         self._source_admin = clients.admin(config.source_admin(), self._client_id)
         self._target_admin = clients.admin(config.target_admin(), self._client_id)
+        self._source_groups = GroupMembers(config.source_consumer(), self._client_id, "source")
+        self._target_groups = GroupMembers(config.target_consumer(), self._client_id, "target")
         self._undelivered: list[str] = []
         self._producer = clients.target_producer(
             {**config.target_producer(), "on_delivery": self._delivered},
@@ -64,7 +68,12 @@ class CheckpointEmitter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_group_sync = 0.0
+        #: What the last complete round read (the syncs reader, its records read, each group's
+        #: offsets) and its translations: the same again means the same checkpoints, all written.
+        self._last_read: tuple[object, ...] | None = None
+        self._last_translations: list[Translation] = []
         self.rounds = 0
+        self.rounds_unchanged = 0
         self.checkpoints_written = 0
         self.groups_synced = 0
 
@@ -104,6 +113,8 @@ class CheckpointEmitter:
                 self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
         finally:
             self._syncs.close()
+            self._source_groups.close()
+            self._target_groups.close()
             self._producer.flush(10)
 
     def _check_stop(self) -> None:
@@ -117,6 +128,7 @@ class CheckpointEmitter:
     # -- one round -----------------------------------------------------------------------------
     def run_once(self, *, reread: bool = False) -> list[Translation]:
         """Read new syncs and the groups' offsets; write changed checkpoints; sync groups when due."""
+        previous, self._last_read = self._last_read, None  # set again only when this round completes
         index = self._syncs.catch_up()
         self.rounds += 1
         if not index.partitions:
@@ -124,11 +136,21 @@ class CheckpointEmitter:
         partitions = list(source_partitions(index))
         listed = list_groups(self._source_admin, "source")
         groups = sorted(g for g in listed if self._filter.accepts(g) and g not in self._own_groups)
-        translations: list[Translation] = []
+        self._source_groups.keep_only(groups)
+        offsets = []
         for group in groups:
             self._check_stop()
-            source = self.config.source_consumer()
-            committed = committed_offsets(source, group, partitions, self._client_id, "source")
+            offsets.append(self._source_groups.committed(group, partitions))
+        read = (self._syncs, self._syncs.records_read, groups, offsets)
+        if not reread and read == previous:
+            # No new sync and no group moved: translating again gives the same checkpoints, every
+            # one already written (a round that failed to write them set nothing here).
+            self.rounds_unchanged += 1
+            self._sync_groups_when_due(self._last_translations)
+            self._last_read = read
+            return self._last_translations
+        translations: list[Translation] = []
+        for group, committed in zip(groups, offsets, strict=True):
             translations += translate_group(group, committed, index)
         if self._forgot_too_much(translations, reread=reread):
             return self.run_once(reread=True)  # read again from the beginning with the lower floors
@@ -152,10 +174,15 @@ class CheckpointEmitter:
             self.checkpoints_written += len(changed)
             checkpoints_written_total.labels(self.config.name).inc(len(changed))
             self.log.debug("wrote %d checkpoints for %d groups", len(changed), len(groups))
+        self._sync_groups_when_due(translations)
+        if not reread:  # a round that read the syncs again may find more to read next time: never skipped
+            self._last_read, self._last_translations = read, translations
+        return translations
+
+    def _sync_groups_when_due(self, translations: list[Translation]) -> None:
         if self.config.sync_group_offsets and time.monotonic() >= self._next_group_sync:
             self._next_group_sync = time.monotonic() + self.config.sync_group_offsets_interval_s
             self.sync_groups(translations)
-        return translations
 
     def _exact_checkpoint(self, t: Translation, index: OffsetIndex) -> Checkpoint | None:
         """The checkpoint of the group's offset if the mirror has passed it; else of the newest offset
@@ -226,20 +253,20 @@ class CheckpointEmitter:
         if not by_group:
             return
         states = list_groups(self._target_admin, "target")
-        target_props = self.config.target_consumer()
+        self._target_groups.keep_only(g for g in by_group if states.get(g, "UNKNOWN") in IDLE_STATES)
         for group, ts in by_group.items():
             self._check_stop()
             if states.get(group, "UNKNOWN") not in IDLE_STATES:
                 self.log.debug("group %s is %s on the target: not synced", group, states[group])
                 continue
-            current = committed_offsets(target_props, group, [t.target for t in ts], self._client_id, "target")
+            current = self._target_groups.committed(group, [t.target for t in ts])
             moves: dict[tuple[str, int], int] = {
                 t.target: t.target_offset
                 for t in ts
                 if t.target_offset is not None and t.target_offset > current.get(t.target, -1)
             }
             try:
-                commit_offsets(target_props, group, moves, self._client_id)
+                self._target_groups.commit(group, moves)
             except GroupActive:
                 self.log.debug("group %s became active on the target: not synced", group)
                 continue

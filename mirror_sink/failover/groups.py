@@ -9,7 +9,8 @@ between our check and our commit is still never moved under its consumers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -93,12 +94,9 @@ def committed_offsets(
     """``group``'s committed offsets on ``partitions`` of the ``cluster`` (only those it has), read stable."""
     consumer = group_member(props, group, client_id)
     try:
-        offsets = read_stable_offsets(consumer, partitions, give_up_after_s=timeout_s)
-    except TaskFailure as exc:
-        raise TaskFailure(f"group {group!r} on the {cluster} cluster: {exc}") from exc
+        return _read_committed(consumer, group, partitions, cluster, timeout_s)
     finally:
         consumer.close()
-    return {tp: o for tp, o in offsets.items() if o is not None}
 
 
 def commit_offsets(
@@ -112,14 +110,103 @@ def commit_offsets(
         return
     consumer = group_member(props, group, client_id)
     try:
+        _commit(consumer, group, offsets)
+    finally:
+        consumer.close()
+
+
+class GroupMembers:
+    """Long-lived non-member consumers of one cluster, one per group, for a reader that comes back
+    every few seconds (the checkpoint emitter): a consumer made and closed per group per round
+    costs a client's start each time (threads, connections, metadata, a coordinator lookup).
+
+    Reads and commits are the same as ``committed_offsets`` / ``commit_offsets``. A consumer whose
+    call failed is closed and made again next time; at most ``keep`` are kept (the groups first
+    asked for), any further group is served by a consumer for that call only. Not thread-safe: one
+    owner thread, which calls ``close``.
+    """
+
+    def __init__(self, props: Mapping[str, str], client_id: str, cluster: str, keep: int = 32) -> None:
+        self._props = dict(props)
+        self._client_id = client_id
+        self._cluster = cluster
+        self._keep = keep
+        self._members: dict[str, Consumer] = {}
+
+    def committed(
+        self, group: str, partitions: Iterable[tuple[str, int]], *, timeout_s: float = 60.0
+    ) -> dict[tuple[str, int], int]:
+        """As ``committed_offsets``: ``group``'s committed offsets on ``partitions``, read stable."""
+        with self._member(group) as consumer:
+            return _read_committed(consumer, group, partitions, self._cluster, timeout_s)
+
+    def commit(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """As ``commit_offsets``: all of ``offsets`` into ``group`` as a non-member, or none."""
+        if not offsets:
+            return
+        with self._member(group) as consumer:
+            _commit(consumer, group, offsets)
+
+    def keep_only(self, groups: Iterable[str]) -> None:
+        """Close the consumers of every group not in ``groups`` (gone, or no longer selected)."""
+        wanted = set(groups)
+        for group in [g for g in self._members if g not in wanted]:
+            self._members.pop(group).close()
+
+    def close(self) -> None:
+        """Close every consumer kept."""
+        members, self._members = self._members, {}
+        for consumer in members.values():
+            consumer.close()
+
+    @contextlib.contextmanager
+    def _member(self, group: str) -> Iterator[Consumer]:
+        consumer = self._members.get(group)
+        kept = consumer is not None or len(self._members) < self._keep
+        if consumer is None:
+            consumer = group_member(self._props, group, self._client_id)
+            if kept:
+                self._members[group] = consumer
+        try:
+            yield consumer
+        except GroupActive:  # the broker's answer about the group, not a fault of the consumer
+            if not kept:
+                consumer.close()
+            raise
+        except BaseException:
+            if kept:
+                self._members.pop(group, None)
+            consumer.close()
+            raise
+        if not kept:
+            consumer.close()
+            return
+        # librdkafka queues its log lines and error events until the client is polled: served
+        # here, so that a consumer kept for hours (never subscribed, nothing to fetch) neither
+        # holds them back nor piles them up.
+        for _ in range(1000):
+            if consumer.poll(0) is None:
+                break
+
+
+def _read_committed(
+    consumer: Consumer, group: str, partitions: Iterable[tuple[str, int]], cluster: str, timeout_s: float
+) -> dict[tuple[str, int], int]:
+    try:
+        offsets = read_stable_offsets(consumer, partitions, give_up_after_s=timeout_s)
+    except TaskFailure as exc:
+        raise TaskFailure(f"group {group!r} on the {cluster} cluster: {exc}") from exc
+    return {tp: o for tp, o in offsets.items() if o is not None}
+
+
+def _commit(consumer: Consumer, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    try:
         result = consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     except KafkaException as exc:
         err: KafkaError = exc.args[0]
         if err.code() in _ACTIVE_MEMBER_ERRORS:
             raise GroupActive(f"group {group!r} has active members on the target") from exc
         raise TaskFailure(f"cannot commit offsets of group {group!r} on the target: {err.str()}") from exc
-    finally:
-        consumer.close()
     for tp in result or []:
         if tp.error is not None:
             if tp.error.code() in _ACTIVE_MEMBER_ERRORS:

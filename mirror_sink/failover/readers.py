@@ -105,10 +105,13 @@ class OffsetSyncReader:
         self.index = OffsetIndex()
         self.floors: dict[TargetPartition, int] = {}
         self.skipped = 0
+        #: Records read so far (syncs or not): unchanged between two calls when nothing new was committed.
+        self.records_read = 0
 
     def catch_up(self, timeout_s: float = 600.0) -> OffsetIndex:
         """Read every sync committed since the last call."""
         for read, (key, value, _) in enumerate(self._reader.read_new(timeout_s), 1):
+            self.records_read += 1
             try:
                 self.index.add(OffsetSync.decode(key, value))
             except ValueError as exc:

@@ -13,11 +13,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import cluster_unreachable_seconds
-from mirror_sink.core.reachability import Outage, Unreachable, probe
+from mirror_sink.core.reachability import PROBE_THREADS, Outage, Unreachable, probe
 
 #: Probing a reachable cluster costs one TCP connection per bootstrap address; an unreachable one
 #: is probed more often so that its return is seen soon.
@@ -30,14 +31,23 @@ Prober = Callable[[str, str, str], Unreachable | None]
 class ClusterWatch:
     """Probes the source and target clusters of one connector on a thread of its own."""
 
-    def __init__(self, cfg: MirrorSinkConfig, log: Log, prober: Prober = probe) -> None:
+    def __init__(self, cfg: MirrorSinkConfig, log: Log, prober: Prober | None = None) -> None:
         self._clusters = {
             "source": (cfg.source_alias, cfg.source_bootstrap, cfg.source_unreachable_give_up_ms),
             "target": (cfg.target_alias, cfg.target_bootstrap, cfg.target_unreachable_give_up_ms),
         }
         self._connector = cfg.name
         self._log = log
-        self._probe = prober
+        #: The default prober's connections are tried on threads kept for the watch's life (its
+        #: thread shuts them down), not on threads made and joined every round.
+        self._pool: ThreadPoolExecutor | None = None
+        if prober is None:
+            pool = self._pool = ThreadPoolExecutor(PROBE_THREADS, thread_name_prefix=f"probe-{cfg.name}")
+
+            def prober(cluster: str, alias: str, bootstrap: str) -> Unreachable | None:
+                return probe(cluster, alias, bootstrap, pool=pool)
+
+        self._probe: Prober = prober
         self._lock = threading.Lock()
         self._outages: dict[str, tuple[Outage, Unreachable]] = {}
         self._checked = threading.Event()  # set once both clusters were probed
@@ -88,13 +98,17 @@ class ClusterWatch:
 
     # -- the thread --------------------------------------------------------------------------------
     def _run(self) -> None:
-        while not self._stop.is_set():
-            for cluster, (alias, bootstrap, _) in self._clusters.items():
-                self._record(cluster, alias, self._probe(cluster, alias, bootstrap))
-            self._checked.set()
-            with self._lock:
-                interval = _OUTAGE_INTERVAL_S if self._outages else _HEALTHY_INTERVAL_S
-            self._stop.wait(interval)
+        try:
+            while not self._stop.is_set():
+                for cluster, (alias, bootstrap, _) in self._clusters.items():
+                    self._record(cluster, alias, self._probe(cluster, alias, bootstrap))
+                self._checked.set()
+                with self._lock:
+                    interval = _OUTAGE_INTERVAL_S if self._outages else _HEALTHY_INTERVAL_S
+                self._stop.wait(interval)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
 
     def _record(self, cluster: str, alias: str, found: Unreachable | None) -> None:
         now = time.monotonic()

@@ -7,6 +7,9 @@ lag matters. Two batched requests per round: ListOffsets (read_committed) on the
 mirrored partition, OffsetFetch of the shadow group on the target (the last committed offsets,
 without waiting for a transaction still open on them); for the lagging partitions only, one small
 read_committed fetch at the shadow offset gives the first unmirrored record's timestamp.
+
+A round of a caught-up mirror costs little more than those two requests: the partition lists and
+the series' labels are made again only when the mirrored topics change.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from connectors.mirror_sink_config import MirrorSinkConfig
@@ -29,6 +33,18 @@ _INTERVAL_S = 5.0
 _TIMEOUT_S = 10.0
 #: Lagging partitions whose first unmirrored record is read per round (the oldest lag wins the alert anyway).
 _AGE_PROBES = 200
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a round asks for, made once per set of mirrored topics."""
+
+    mappings: tuple[TopicMapping, ...]
+    pairs: list[tuple[str, str, int]]  # (source topic, target topic, partition)
+    latest: list[TopicPartition]  # the ListOffsets request (at OFFSET_END), source partitions
+    ends: dict[TopicPartition, OffsetSpec]  # the same for the admin client
+    shadow: list[TopicPartition]  # the OffsetFetch request, target partitions
+    labels: list[tuple[str, ...]]  # each pair's series
 
 
 class LagMonitor:
@@ -66,6 +82,7 @@ class LagMonitor:
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lag-{config.name}", daemon=True)
+        self._layout: _Layout | None = None
         self._published: set[tuple[str, ...]] = set()
         #: The last round's lag per target (topic, partition): (records, seconds), for the status page.
         self.last: dict[tuple[str, int], tuple[int, float]] = {}
@@ -100,16 +117,54 @@ class LagMonitor:
 
     def measure(self) -> dict[tuple[str, int], int]:
         """One round: lag per (target topic, partition), published as gauges and returned."""
-        cfg = self.config
-        pairs = [
-            (m.source_topic, m.target_topic, p) for m in self._mappings().values() for p in range(m.source_partitions)
-        ]
-        if not pairs:
+        layout = self._layout_of(self._mappings())
+        if not layout.pairs:
             return {}
-        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # confluent-kafka leaves it unannotated
-        requests = {TopicPartition(s, p): latest for s, _, p in pairs}
+        ends = self._ends(layout)
+        committed = self._shadow.committed(layout.shadow, timeout=_TIMEOUT_S)
+        _serve_events(self._shadow)
+        _serve_events(self._probe)
+        shadow = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.error is None}
+        lag = {}
+        behind: dict[tuple[str, int], tuple[str, int]] = {}  # source partition -> (target topic, shadow offset)
+        for source_topic, target_topic, p in layout.pairs:
+            end = ends.get((source_topic, p))
+            if end is None:
+                continue
+            done = shadow.get((target_topic, p), -1)
+            # No offset yet: everything from the source's start is still to mirror (an upper bound
+            # when offset.fallback=latest would skip it; the first commit corrects it).
+            lag[(target_topic, p)] = n = max(0, end - max(done, 0))
+            if n:
+                behind[(source_topic, p)] = (target_topic, max(done, 0))
+        ages = self._ages(behind)
+        self.last = {tp: (n, ages.get(tp, 0.0)) for tp, n in lag.items()}
+        records: dict[tuple[str, ...], int] = {}
+        seconds: dict[tuple[str, ...], float] = {}
+        for (_, target_topic, p), labels in zip(layout.pairs, layout.labels, strict=True):
+            behind_by = lag.get((target_topic, p))
+            if behind_by is None:
+                continue
+            records[labels] = records.get(labels, 0) + behind_by
+            seconds[labels] = max(seconds.get(labels, 0.0), ages.get((target_topic, p), 0.0))
+        self._publish(records, seconds)
+        return lag
+
+    def _ends(self, layout: _Layout) -> dict[tuple[str, int], int]:
+        """Each source partition's last stable offset (a partition whose leader is away is left out).
+
+        One ListOffsets per leader through the read_committed probe consumer (``offsets_for_times``
+        at "latest" answers the last stable offset, one list in, one list out); when that call fails
+        as a whole, the admin client's, which answers each partition on its own (a future each).
+        """
+        try:
+            found = self._probe.offsets_for_times(layout.latest, timeout=_TIMEOUT_S)
+        except KafkaException as exc:
+            self.log.debug("ListOffsets through the probe consumer failed, asking per partition: %s", exc)
+        else:
+            return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None and tp.offset >= 0}
         futures = self._source_admin.list_offsets(
-            requests, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=_TIMEOUT_S
+            layout.ends, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=_TIMEOUT_S
         )
         ends = {}
         for tp, future in futures.items():
@@ -117,30 +172,31 @@ class LagMonitor:
                 ends[(tp.topic, tp.partition)] = future.result(_TIMEOUT_S).offset
             except KafkaException:
                 continue  # a partition whose leader is away: skipped this round
-        committed = self._shadow.committed([TopicPartition(t, p) for _, t, p in pairs], timeout=_TIMEOUT_S)
-        shadow = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.error is None}
-        lag = {}
-        behind: dict[tuple[str, int], tuple[str, int]] = {}  # source partition -> (target topic, shadow offset)
-        for source_topic, target_topic, p in pairs:
-            end = ends.get((source_topic, p))
-            if end is None:
-                continue
-            done = shadow.get((target_topic, p), -1)
-            # No offset yet: everything from the source's start is still to mirror (an upper bound
-            # when offset.fallback=latest would skip it; the first commit corrects it).
-            lag[(target_topic, p)] = max(0, end - max(done, 0))
-            if lag[(target_topic, p)]:
-                behind[(source_topic, p)] = (target_topic, max(done, 0))
-        ages = self._ages(behind)
-        self.last = {tp: (n, ages.get(tp, 0.0)) for tp, n in lag.items()}
+        return ends
+
+    def _layout_of(self, mappings: Mapping[str, TopicMapping]) -> _Layout:
+        """The round's requests and labels: the last round's while the mirrored topics stay the same."""
+        current = tuple(mappings.values())
+        if self._layout is not None and self._layout.mappings == current:
+            return self._layout
+        cfg = self.config
+        pairs = [(m.source_topic, m.target_topic, p) for m in current for p in range(m.source_partitions)]
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # confluent-kafka leaves it unannotated
         per_topic = cfg.metrics_aggregate == "topic"
-        records: dict[tuple[str, ...], int] = {}
-        seconds: dict[tuple[str, ...], float] = {}
-        for (topic, p), n in lag.items():
-            part = "all" if per_topic else str(p)
-            labels: tuple[str, ...] = (cfg.name, cfg.source_alias, cfg.target_alias, topic, part)
-            records[labels] = records.get(labels, 0) + n
-            seconds[labels] = max(seconds.get(labels, 0.0), ages.get((topic, p), 0.0))
+        self._layout = _Layout(
+            mappings=current,
+            pairs=pairs,
+            latest=[TopicPartition(s, p, OFFSET_END) for s, _, p in pairs],
+            ends={TopicPartition(s, p): latest for s, _, p in pairs},
+            shadow=[TopicPartition(t, p) for _, t, p in pairs],
+            labels=[
+                (cfg.name, cfg.source_alias, cfg.target_alias, t, "all" if per_topic else str(p)) for _, t, p in pairs
+            ],
+        )
+        return self._layout
+
+    def _publish(self, records: Mapping[tuple[str, ...], int], seconds: Mapping[tuple[str, ...], float]) -> None:
+        """Set each series, and remove those of partitions no longer mirrored."""
         for labels, n in records.items():
             replication_lag_records.labels(*labels).set(n)
             replication_lag_seconds.labels(*labels).set(seconds[labels])
@@ -148,7 +204,6 @@ class LagMonitor:
             replication_lag_records.remove(*gone)
             replication_lag_seconds.remove(*gone)
         self._published = set(records)
-        return lag
 
     def _ages(self, behind: dict[tuple[str, int], tuple[str, int]]) -> dict[tuple[str, int], float]:
         """Seconds since the first unmirrored record of each lagging partition was written (its timestamp)."""
@@ -172,3 +227,11 @@ class LagMonitor:
         finally:
             self._probe.unassign()
         return ages
+
+
+def _serve_events(consumer: Consumer) -> None:
+    """Serve what librdkafka queued for ``consumer`` (its log lines and error events, kept until the
+    client is polled): a consumer that only reads offsets would hold them back and pile them up."""
+    for _ in range(1000):
+        if consumer.poll(0) is None:
+            return
