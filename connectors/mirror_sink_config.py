@@ -411,7 +411,10 @@ KEY_DOCS: dict[str, str] = {
         "caught-up: a transaction ends as soon as the task has written everything the source had "
         "(bounded by the interval and transaction.max.bytes); interval: only at those bounds."
     ),
-    "transaction.boundary.interval.ms": "A transaction ends after this long at the latest.",
+    "transaction.boundary.interval.ms": "A transaction ends after this long at the latest; with "
+    "transaction.boundary=caught-up, while a backlog is copied, up to 4 times the wait for the previous commit's "
+    "markers (which grows with the partitions a transaction touches), at most 30 s or a third of "
+    "transaction.timeout.ms.",
     "transaction.max.bytes": "A transaction ends after this many record bytes.",
     "transaction.timeout.ms": "Timeout of the target transactions.",
     "refresh.topics.enabled": "Look for new topics and partitions periodically.",

@@ -145,6 +145,10 @@ class DataPath(Protocol):
     #: over transaction markers): an idle task then still commits on its interval to save it.
     positions_move_unseen: bool
 
+    def marker_wait_s(self) -> float:
+        """How long the latest transaction waited for the previous one's markers to be written to
+        every partition it touched (raw mode; 0 in record mode, where librdkafka hides the wait)."""
+
     def fetch_sessions(self) -> FetchSessionCounts | None:
         """Raw mode: its Fetches and fetch sessions (KIP-227); None in record mode (librdkafka
         sends a full Fetch every time)."""

@@ -31,6 +31,9 @@ class FetchThread:
         self.fetcher = fetcher
         self._on_data = on_data
         self._stopping = threading.Event()
+        #: A nudge woke the thread and it has not looked at its work since: further nudges are
+        #: redundant (each wakeup is a system call on both sides, once per acknowledgement otherwise).
+        self._nudged = False
         #: What ended the thread other than ``stop``; raised in the task thread by ``check``.
         self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -46,7 +49,8 @@ class FetchThread:
 
     def nudge(self) -> None:
         """Memory was freed or items were taken: let the thread send what the budget now allows."""
-        if self.fetcher.held_back:
+        if self.fetcher.held_back and not self._nudged:
+            self._nudged = True
             self.fetcher.wire.wakeup()
 
     def check(self) -> None:
@@ -69,6 +73,7 @@ class FetchThread:
         fetcher = self.fetcher
         try:
             while not self._stopping.is_set():
+                self._nudged = False  # before fill: a nudge after this point is acted on
                 fetcher.fill()
                 fetcher.wire.poll(_POLL_S)
                 if fetcher.collect():

@@ -107,7 +107,10 @@ class RawPath:
                 wire.close()
             raise
         # New data ends the task thread's wait for the target's acknowledgements.
-        self.fetching = FetchThread(self.fetcher, target.wakeup, f"{client_id}-fetch")
+        self.fetching = FetchThread(self.fetcher, self._data_arrived, f"{client_id}-fetch")
+        #: The fetch thread woke the task thread and the task has not taken data since: further
+        #: wakeups are redundant (a response is collected every few milliseconds while streaming).
+        self._woken = False
         # Acknowledgements free memory in copy() and while a commit waits for the last of them.
         self.budget.on_give_back = self.fetching.nudge
         self.committer: Committer = RawCommitter(self.transactions, self.producer, sync_partition)
@@ -190,6 +193,7 @@ class RawPath:
         fetch thread (data, or its failure, raised here) ends the wait sooner.
         """
         self.fetching.check()
+        self._woken = False  # before taking: data queued after this point wakes the next wait
         copied, took = self._take(target_of)
         self.producer.pump()
         self.producer.wire.poll(0 if took else wait_s)
@@ -235,6 +239,10 @@ class RawPath:
     #: Every position move (past control batches and aborted ranges too) is a taken item, which opens the cycle.
     positions_move_unseen = False
 
+    def marker_wait_s(self) -> float:
+        """The latest transaction's wait for the previous one's markers (its first AddPartitionsToTxn)."""
+        return self.transactions.marker_wait_s
+
     def fetch_sessions(self) -> FetchSessionCounts:
         """The fetcher's Fetches by kind, session resets by reason, and the sessions it holds."""
         held = self.fetcher.session_counts()
@@ -256,6 +264,12 @@ class RawPath:
         )
 
     # -- internals ------------------------------------------------------------------------------
+    def _data_arrived(self) -> None:
+        """The fetch thread queued data (or failed): end the task thread's wait, once per take."""
+        if not self._woken:
+            self._woken = True
+            self.producer.wire.wakeup()
+
     def _take(self, target_of: Mapping[str, str]) -> tuple[Copied, bool]:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds);
         what they add, and whether there were any."""

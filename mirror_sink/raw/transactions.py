@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -85,6 +86,10 @@ class TransactionClient:
         self.epoch = -1
         #: Target partitions added to the open transaction (AddPartitionsToTxn).
         self.partitions: set[TargetPartition] = set()
+        #: How long the latest transaction's first AddPartitionsToTxn took to be accepted: the
+        #: coordinator refuses it (CONCURRENT_TRANSACTIONS) until the previous transaction's markers
+        #: are written to every partition it touched.
+        self.marker_wait_s = 0.0
         #: The shadow group was added to the open transaction (AddOffsetsToTxn).
         self.offsets_added = False
         self._txn_node: NodeId | None = None
@@ -144,6 +149,8 @@ class TransactionClient:
         todo = [tp for tp in tps if tp not in self.partitions]
         if not todo:
             return
+        first = not self.partitions
+        started = time.monotonic()
         a = AddPartitionsToTxnRequest
         topics: dict[str, list[int]] = {}
         for tp in todo:
@@ -167,6 +174,8 @@ class TransactionClient:
             ),
         )
         self.partitions.update(todo)
+        if first:
+            self.marker_wait_s = time.monotonic() - started
 
     def send_offsets(self, offsets: list[TopicPartition], metadata: object) -> None:
         """Put the shadow group's next ``offsets`` in the transaction, fenced by ``metadata``'s generation."""

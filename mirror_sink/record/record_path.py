@@ -177,6 +177,10 @@ class RecordPath:
     #: librdkafka's position steps over transaction markers without returning a message.
     positions_move_unseen = True
 
+    def marker_wait_s(self) -> float:
+        """0: librdkafka retries AddPartitionsToTxn inside its produce path, out of sight."""
+        return 0.0
+
     def fetch_sessions(self) -> None:
         """None: librdkafka has no fetch sessions (it sends every partition in every Fetch)."""
         return None
