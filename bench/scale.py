@@ -24,6 +24,8 @@ Not a test: figures vary with the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -32,18 +34,21 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from bench.compare import _machine
 from bench.mirror_throughput import json_like_values
 from bench.mm2 import run_mm2
 from bench.report import SCALE_RESULTS, publish_section
 from bench.shapes import Progress, Source, _figures, run_mirror_sink
-from devkafka.data import Address, ProduceSpec, Rec, create_topic, produce
+from devkafka.data import Address, ProduceSpec, Rec, client_settings, create_topic, produce
 from devkafka.pair import given_or_local
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPICS, PARTITIONS_PER_TOPIC = 100, 10
 SCALE_MB = 200.0
+#: ``10000-partitions``: 100 topics of 100 partitions, 200-byte records (50 MB at scale 1).
+WIDE_PARTITIONS_PER_TOPIC, WIDE_MB, WIDE_VALUE_BYTES = 100, 50.0, 200
 SMALL_PARTITIONS, SMALL_MB, SMALL_VALUE_BYTES = 6, 30.0, 90
 IDLE_S = 60.0  # measured after bench.mm2.IDLE_SETTLE_S of settling
 BUFFER_MEMORY_MIB = 64  # mirror-sink's default buffer.memory, per task
@@ -52,27 +57,38 @@ BUFFER_MEMORY_MIB = 64  # mirror-sink's default buffer.memory, per task
 RUNS = {
     "1000-partitions": [("raw-eos", 1), ("raw-eos", 4), ("record-eos", 1), ("mm2-eos", 1), ("mm2-eos", 4)],
     "small-records": [("raw-eos", 1), ("record-eos", 1), ("auto-eos", 1), ("mm2-eos", SMALL_PARTITIONS)],
+    "10000-partitions": [("raw-eos", 1), ("mm2-eos", 1)],
 }
 
 
-def write_many_topics(src: Address, prefix: str, *, scale: float, codec: str) -> Source:
-    """``TOPICS`` topics of ``PARTITIONS_PER_TOPIC`` partitions, 1 KB records spread evenly."""
-    values = json_like_values(4096)
-    per_topic = max(PARTITIONS_PER_TOPIC, int(scale * SCALE_MB * 1e6 / 1024 / TOPICS))
+def write_many_topics(
+    src: Address,
+    prefix: str,
+    *,
+    scale: float,
+    codec: str,
+    partitions_per_topic: int = PARTITIONS_PER_TOPIC,
+    megabytes: float = SCALE_MB,
+    value_bytes: int = 1024,
+) -> Source:
+    """``TOPICS`` topics of ``partitions_per_topic`` partitions, records of about ``value_bytes`` spread evenly."""
+    values = [v[:value_bytes] for v in json_like_values(4096)]
+    per_topic = max(partitions_per_topic, int(scale * megabytes * 1e6 / value_bytes / TOPICS))
     topics = [f"{prefix}-{i:03d}" for i in range(TOPICS)]
     spec = ProduceSpec(compression=codec, linger_ms=20)
     size = 0
     for n, topic in enumerate(topics):
-        create_topic(src, topic, PARTITIONS_PER_TOPIC)
+        create_topic(src, topic, partitions_per_topic)
         records = [
-            Rec(b"k%06d" % i, values[i % len(values)], partition=i % PARTITIONS_PER_TOPIC) for i in range(per_topic)
+            Rec(b"k%06d" % i, values[i % len(values)], partition=i % partitions_per_topic) for i in range(per_topic)
         ]
         produce(src, topic, records, spec)
         size += sum(len(r.key or b"") + len(r.value or b"") for r in records)
         if n % 20 == 19:
             print(f"    {n + 1} of {TOPICS} topics written", flush=True)
     count = per_topic * TOPICS
-    return Source("1000-partitions", topics, TOPICS * PARTITIONS_PER_TOPIC, count, size, count, size)
+    partitions = TOPICS * partitions_per_topic
+    return Source(f"{partitions}-partitions", topics, partitions, count, size, count, size)
 
 
 def write_small_records(src: Address, topic: str, *, scale: float, codec: str) -> Source:
@@ -91,7 +107,7 @@ def write_small_records(src: Address, topic: str, *, scale: float, codec: str) -
 
 
 def _run(mirror: str, tasks: int, src: str, tgt: str, source: Source, *, codec: str, workdir: Path) -> dict[str, Any]:
-    idle_s = IDLE_S if source.shape == "1000-partitions" else 0.0
+    idle_s = IDLE_S if source.shape != "small-records" else 0.0
     if mirror.startswith("mm2-"):
         progress = Progress(f"{source.shape} {mirror} x{tasks}", source.record_bytes / max(source.records, 1))
         run = run_mm2(
@@ -115,18 +131,34 @@ def run_scale(src: str, tgt: str, workdir: Path, scenarios: list[str], *, scale:
         print(f"{scenario}: writing the source ({codec}, scale {scale:g})", flush=True)
         if scenario == "1000-partitions":
             source = write_many_topics(src, f"scale-{stamp}", scale=scale, codec=codec)
+        elif scenario == "10000-partitions":
+            source = write_many_topics(
+                src,
+                f"wide-{stamp}",
+                scale=scale,
+                codec=codec,
+                partitions_per_topic=WIDE_PARTITIONS_PER_TOPIC,
+                megabytes=WIDE_MB,
+                value_bytes=WIDE_VALUE_BYTES,
+            )
         else:
             source = write_small_records(src, f"small-{stamp}", scale=scale, codec=codec)
         print(f"    {source.records:,} records, {source.megabytes:.1f} MB, {source.partitions} partitions", flush=True)
         runs = []
         for mirror, tasks in RUNS[scenario]:
             print(f"{scenario}: {mirror}, tasks.max={tasks}", flush=True)
+            before = set(list_topic_names(tgt))
             try:
                 result = _run(mirror, tasks, src, tgt, source, codec=codec, workdir=workdir)
             except (RuntimeError, TimeoutError, ValueError, KafkaException) as exc:
                 print(f"    failed: {exc}", flush=True)
                 runs.append({"mirror": mirror, "tasks": tasks, "error": str(exc)})
                 continue
+            finally:
+                if source.partitions > 1000:
+                    # A broker holds files and memory maps per partition: the next run gets a target
+                    # without this run's 10,000 partitions (the host's open-file limit is 20,000).
+                    drop_topics(tgt, set(list_topic_names(tgt)) - before)
             runs.append(result)
             print(
                 f"    {result['seconds']:.1f} s, {result['mb_per_s']:.1f} MB/s, first commit "
@@ -134,7 +166,7 @@ def run_scale(src: str, tgt: str, workdir: Path, scenarios: list[str], *, scale:
                 f"peak RSS {result['peak_rss_mb']:.0f} MB, idle CPU {_num(result.get('idle_cpu_seconds'), 2)} s",
                 flush=True,
             )
-        out.append({**asdict(source), "megabytes": source.megabytes, "runs": runs})
+        out.append({**asdict(source), "megabytes": source.megabytes, "idle_s": IDLE_S, "runs": runs})
     return {
         "command": " ".join([".venv/bin/python -m bench.scale", *sys.argv[1:]]),
         "machine": _machine(),
@@ -144,6 +176,44 @@ def run_scale(src: str, tgt: str, workdir: Path, scenarios: list[str], *, scale:
         "idle_s": IDLE_S,
         "scenarios": out,
     }
+
+
+def list_topic_names(address: Address) -> list[str]:
+    """The cluster's topics, internal ones left out."""
+    admin = AdminClient(client_settings(address))
+    return [t for t in admin.list_topics(timeout=30).topics if not t.startswith("__")]
+
+
+def drop_topics(address: Address, topics: set[str], timeout_s: float = 300.0) -> None:
+    """Delete ``topics`` and wait until the cluster no longer lists them."""
+    if not topics:
+        return
+    admin = AdminClient(client_settings(address))
+    for future in admin.delete_topics(sorted(topics), operation_timeout=60).values():
+        with contextlib.suppress(KafkaException):
+            future.result()
+    deadline = time.monotonic() + timeout_s
+    while topics & set(admin.list_topics(timeout=30).topics) and time.monotonic() < deadline:
+        time.sleep(1)
+    print(f"    deleted the run's {len(topics):,} target topics", flush=True)
+
+
+def keep_other_scenarios(saved: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` plus the scenarios of the ``saved`` results that this run did not repeat (in the
+    order of ``RUNS``): one scenario can be measured again without losing the others' figures."""
+    try:
+        before = json.loads(saved.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return results
+    fresh = {s["shape"]: s for s in results["scenarios"]}
+    kept = {
+        s["shape"]: {"idle_s": before.get("idle_s"), **s, "measured": s.get("measured", before.get("date"))}
+        for s in before.get("scenarios", [])
+        if s.get("shape")
+    }
+    merged = {**kept, **fresh}
+    order = [shape for shape in RUNS if shape in merged] + [shape for shape in merged if shape not in RUNS]
+    return {**results, "scenarios": [merged[shape] for shape in order]}
 
 
 def _num(value: Any, decimals: int) -> str:
@@ -157,7 +227,7 @@ def _mirror_name(run: dict[str, Any]) -> str:
 def render_scale(results: dict[str, Any]) -> str:
     """The "At scale" section: one table per scenario, MB/s per core beside the field's figures."""
     lines = [
-        "## At scale: 1,000 partitions, and small records",
+        "## At scale: 1,000 and 10,000 partitions, and small records",
         "",
         f"- Machine: {results['machine']}; date: {results['date']}",
         f"- Regenerate: `{results['command']}` (writes `docs/{SCALE_RESULTS}`)",
@@ -165,15 +235,17 @@ def render_scale(results: dict[str, Any]) -> str:
         "Each scenario's data is written once, then copied by each mirror in turn, exactly once (`xN`: tasks.max)."
         ' MB/s is over the whole run, start-up included; "first commit" is when the mirror first committed a'
         f' source offset; "idle CPU-s/min" is what the caught-up mirror burns over {results["idle_s"]:.0f} s of'
-        " idling (metadata refreshes, empty fetches, commits of nothing), per minute. Peak RSS is the mirror's"
+        " idling after 10 s of settling (metadata refreshes, empty fetches, commits of nothing), per minute; it is"
+        " the whole process tree's, lag monitor and checkpoints included. Peak RSS is the mirror's"
         f" process tree; mirror-sink's budget is `buffer.memory` ({BUFFER_MEMORY_MIB} MiB by default) per task plus"
         " about 100 MiB.",
         "",
     ]
     for scenario in results["scenarios"]:
+        measured = f" (measured {scenario['measured']})" if scenario.get("measured") else ""
         lines += [
             f"### {scenario['shape']}: {scenario['records']:,} records, {scenario['megabytes']:.1f} MB, "
-            f"{scenario['partitions']:,} partitions",
+            f"{scenario['partitions']:,} partitions{measured}",
             "",
             "| mirror | seconds | first commit s | MB/s | CPU-s/GB | MB/s per mirror core | peak RSS MB "
             "| idle CPU-s/min |",
@@ -184,7 +256,8 @@ def render_scale(results: dict[str, Any]) -> str:
                 lines.append(f"| {_mirror_name(run)} | failed: {run['error'][:120]} | | | | | | |")
                 continue
             idle = run.get("idle_cpu_seconds")
-            per_min = idle * 60 / results["idle_s"] if isinstance(idle, int | float) else None
+            idle_s = scenario.get("idle_s") or results["idle_s"]
+            per_min = idle * 60 / idle_s if isinstance(idle, int | float) else None
             lines.append(
                 f"| {_mirror_name(run)} | {run['seconds']:.1f} | {_num(run.get('first_commit_s'), 1)} "
                 f"| {run['mb_per_s']:.1f} | {_num(run['cpu_s_per_gb'], 1)} | {_num(run.get('mb_per_core_s'), 1)} "
@@ -259,6 +332,7 @@ def main() -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     with given_or_local(args.workdir, args.source, args.target) as (src, tgt):
         results = run_scale(src, tgt, args.workdir, scenarios, scale=args.scale, codec=args.codec)
+    results = keep_other_scenarios(args.out / SCALE_RESULTS, results)
     publish_section(args.out, SCALE_RESULTS, results, render_scale(results))
     return 0
 
