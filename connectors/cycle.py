@@ -45,6 +45,8 @@ _PROGRESS_INTERVAL_S = 30.0
 _MARKER_WAIT_FACTOR = 4
 #: ... but no longer than this, nor than a third of transaction.timeout.ms.
 _LONGEST_INTERVAL_S = 30.0
+#: How often an idle record-mode task saves positions librdkafka moved past transaction markers.
+_IDLE_COMMIT_S = 5.0
 #: The longest an idle task (nothing in its cycle) waits for data before it serves the group,
 #: looks for new topics and counts its time again; new data ends the wait at once.
 _IDLE_WAIT_S = 0.5
@@ -139,8 +141,10 @@ class Cycle:
             if own.unsaved_start or own.skipping or own.recreating:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
                 self._next_commit_at = 0.0
-            if self._to_commit() or self.path.positions_move_unseen:
+            if self._to_commit():
                 wait = max(0.0, min(0.1, self._next_commit_at - now))
+            elif self.path.positions_move_unseen:  # idle, but the next commit may save a moved position
+                wait = max(0.0, min(_IDLE_WAIT_S, self._next_commit_at - now))
             else:
                 wait = _IDLE_WAIT_S  # nothing to commit until new data, which ends the wait
             copied = self._copy(wait)
@@ -165,8 +169,13 @@ class Cycle:
     def _commit_and_schedule(self, interval_s: float, *, adaptive: bool) -> None:
         """Commit what the cycle holds, if anything, and set when the next commit is due."""
         next_interval_s = interval_s
-        if self._to_commit() or self.path.positions_move_unseen:
-            self.commit()  # (else nothing moved: no need to look at every partition's position)
+        if not self._to_commit():
+            if self.path.positions_move_unseen:
+                self.commit()  # save positions moved past transaction markers, now and then
+                next_interval_s = max(interval_s, _IDLE_COMMIT_S)
+            # (else nothing moved: no need to look at every partition's position)
+        else:
+            self.commit()
             if adaptive:
                 next_interval_s = commit_interval_s(
                     interval_s,

@@ -94,8 +94,9 @@ class FetchSession:
         self.epoch = INITIAL_EPOCH if enabled else FINAL_EPOCH
         #: What the broker's session holds, per partition (after the last Fetch sent).
         self.members: dict[SourcePartition, Sent] = {}
-        #: When the last answer came (monotonic seconds; 0: none yet).
+        #: When the last answer came (monotonic seconds; 0: none yet), and whether it named no partition.
         self.last_answer = 0.0
+        self.quiet = False
         self._not_created = 0
         self._sessionless_until = 0.0
 

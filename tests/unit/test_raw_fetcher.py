@@ -417,3 +417,23 @@ def test_an_idle_round_costs_nothing_per_partition() -> None:
     wire.metadata_updated()
     fetcher.fill()
     assert wire.lookups == 20_000 and _named(wire.requests[-1]) == {}, "same leaders and epochs: nothing to send"
+
+
+def test_a_leader_with_nothing_new_parks_the_next_fetch_longer_and_the_task_is_not_woken() -> None:
+    fetcher, wire = _session_fetcher()
+    fetcher.fill()
+    assert wire.requests[-1].max_wait_ms == 100
+    wire.futures[-1].success(
+        SimpleNamespace(error_code=0, session_id=9, responses=[SimpleNamespace(topic_id=OLD, partitions=[_data(0, 0)])])
+    )
+    assert fetcher.collect(), "data: news for the task"
+    fetcher.fill()
+    assert wire.requests[-1].max_wait_ms == 100, "a partition to re-send: not parked longer"
+    wire.futures[-1].success(SimpleNamespace(error_code=0, session_id=9, responses=[]))
+    assert not fetcher.collect(), "an empty answer wakes nobody"
+    fetcher.fill()
+    assert wire.requests[-1].max_wait_ms == 500 and _named(wire.requests[-1]) == {}
+    fetcher.seek({SourcePartition("orders", 1): 5})
+    _reply(fetcher)
+    fetcher.fill()
+    assert wire.requests[-1].max_wait_ms == 100 and _named(wire.requests[-1]) == {1: 5}
