@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
@@ -91,6 +92,30 @@ def split_by_leader(
     for tp in waiting:
         (led if leaders.get(tp.topic, {}).get(tp.partition, -1) >= 0 else leaderless).append(tp)
     return led, leaderless
+
+
+#: Partitions per CreateTopics or CreatePartitions request: a KRaft controller refuses a request
+#: that makes more than 10,000 metadata records (POLICY_VIOLATION, "excessively large batch
+#: operation"), and a topic's partitions are a record each.
+_PARTITIONS_PER_REQUEST = 5000
+
+_T = TypeVar("_T")
+
+
+def by_partitions(items: Iterable[_T], partitions: Callable[[_T], int]) -> Iterator[list[_T]]:
+    """``items`` in consecutive batches of at most ``_PARTITIONS_PER_REQUEST`` partitions (an item
+    larger than that alone)."""
+    batch: list[_T] = []
+    size = 0
+    for item in items:
+        n = partitions(item)
+        if batch and size + n > _PARTITIONS_PER_REQUEST:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += n
+    if batch:
+        yield batch
 
 
 def _unknown_topic(exc: KafkaException) -> bool:
@@ -285,7 +310,10 @@ class TopicProvisioner:
     def _create_topics(self, new: list[NewTopic], kind: str) -> None:
         created: dict[str, range] = {}
         sizes = {t.topic: t.num_partitions for t in new}
-        for topic, future in self.target_admin.create_topics(new, operation_timeout=self.timeout_s).items():
+        futures = {}
+        for batch in by_partitions(new, lambda t: t.num_partitions):
+            futures.update(self.target_admin.create_topics(batch, operation_timeout=self.timeout_s))
+        for topic, future in futures.items():
             try:
                 future.result(self.timeout_s)
                 log.info("created %s %s", kind, topic)
@@ -381,8 +409,11 @@ class TopicProvisioner:
         return leaders, errors
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
-        parts = [NewPartitions(m.target_topic, m.source_partitions) for m in short]
-        for topic, future in self.target_admin.create_partitions(parts, operation_timeout=self.timeout_s).items():
+        futures = {}
+        for batch in by_partitions(short, lambda m: m.source_partitions - existing[m.target_topic]):
+            parts = [NewPartitions(m.target_topic, m.source_partitions) for m in batch]
+            futures.update(self.target_admin.create_partitions(parts, operation_timeout=self.timeout_s))
+        for topic, future in futures.items():
             try:
                 future.result(self.timeout_s)
                 log.info("grew target topic %s from %d partitions", topic, existing[topic])

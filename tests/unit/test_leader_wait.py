@@ -54,3 +54,15 @@ def test_nothing_led_sends_no_list_offsets() -> None:
     led, again = split_by_leader([TopicPartition("t", p) for p in range(3)], {"t": dict.fromkeys(range(3), -1)})
     assert led == []
     assert len(again) == 3
+
+
+def test_topics_are_created_in_requests_a_kraft_controller_accepts() -> None:
+    """A controller refuses a request of more than 10,000 metadata records ("excessively large batch
+    operation"), as 100 topics of 100 partitions in one CreateTopics were."""
+    from connectors.topic_provisioner import by_partitions
+
+    sizes = [100] * 100
+    batches = list(by_partitions(sizes, lambda n: n))
+    assert [sum(b) for b in batches] == [5000, 5000]
+    assert list(by_partitions([3000, 3000, 6000, 10], lambda n: n)) == [[3000], [3000], [6000], [10]]
+    assert list(by_partitions([], lambda n: n)) == []
