@@ -931,6 +931,10 @@ def plot_latency_rate(results: Mapping[str, Any], path: Path) -> Path:
 # --- entry points --------------------------------------------------------------------------------
 
 
+#: Hand-kept sections appended to the page as they are (one-off measurements with no results file).
+NOTES = "benchmarks-notes.md"
+
+
 def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: str = "benchmarks.md") -> list[Path]:
     """Write the Markdown page and its four PNG plots into ``out_dir`` (created if needed).
 
@@ -989,6 +993,9 @@ def write_report(results: Mapping[str, Any], out_dir: Path, *, markdown_name: st
         from bench.evidence import render_evidence  # imported here, as tls_section is
 
         text += "\n" + render_evidence(json.loads(evidence_results.read_text(encoding="utf-8")))
+    notes = out_dir / NOTES
+    if notes.exists():  # sections measured by small one-off commands, kept by hand
+        text += "\n" + notes.read_text(encoding="utf-8")
     page.write_text(text, encoding="utf-8")
     return [page, *pngs]
 
