@@ -37,6 +37,10 @@ from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, Nod
 
 log = logging.getLogger(__name__)
 
+#: Partitions per TxnOffsetCommit: each request's offsets become one batch in __consumer_offsets,
+#: which must stay under the broker's 1 MB (about 120 bytes a partition with the commit metadata).
+OFFSETS_PER_REQUEST = 2000
+
 #: Backoff between attempts: coordinator moves and concurrent transactions clear up quickly.
 _FIRST_DELAY_S = 0.005
 _MAX_DELAY_S = 0.5
@@ -178,10 +182,21 @@ class TransactionClient:
             self.marker_wait_s = time.monotonic() - started
 
     def send_offsets(self, offsets: list[TopicPartition], metadata: object) -> None:
-        """Put the shadow group's next ``offsets`` in the transaction, fenced by ``metadata``'s generation."""
+        """Put the shadow group's next ``offsets`` in the transaction, fenced by ``metadata``'s generation.
+
+        In requests of at most ``OFFSETS_PER_REQUEST`` partitions: the group coordinator appends each
+        request's offsets as one batch to __consumer_offsets, and refuses a batch over its 1 MB limit
+        (UNKNOWN_SERVER_ERROR; 10,000 partitions made 1.2 MB). The transaction makes them one commit.
+        """
         generation, member_id, instance_id = parse_group_metadata(metadata)  # type: ignore[arg-type]
         if not self.offsets_added:
             self._add_offsets()
+        for start in range(0, len(offsets), OFFSETS_PER_REQUEST):
+            self._commit_offsets(offsets[start : start + OFFSETS_PER_REQUEST], generation, member_id, instance_id)
+
+    def _commit_offsets(
+        self, offsets: list[TopicPartition], generation: int, member_id: str, instance_id: str | None
+    ) -> None:
         t = TxnOffsetCommitRequest
         topics: dict[str, list[Any]] = {}
         for tp in offsets:
