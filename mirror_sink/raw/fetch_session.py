@@ -94,9 +94,8 @@ class FetchSession:
         self.epoch = INITIAL_EPOCH if enabled else FINAL_EPOCH
         #: What the broker's session holds, per partition (after the last Fetch sent).
         self.members: dict[SourcePartition, Sent] = {}
-        #: When the last answer came (monotonic seconds; 0: none yet), and whether it named no partition.
+        #: When the last answer came (monotonic seconds; 0: none yet).
         self.last_answer = 0.0
-        self.quiet = False
         self._not_created = 0
         self._sessionless_until = 0.0
 

@@ -70,9 +70,6 @@ _COPIES_KAFKA_PYTHON = 4
 #: A v2 batch's partitionLeaderEpoch: int32 after baseOffset and batchLength.
 _LEADER_EPOCH = struct.Struct(">i")
 _LEADER_EPOCH_AT = 12
-#: How long a Fetch to a leader whose last answer had nothing new may park (Kafka's default
-#: fetch.max.wait.ms): new data still ends it at once.
-_QUIET_WAIT_MS = 500
 #: A Fetch in flight is charged at most half the budget, leaving the rest for queued data.
 _FETCH_SHARE = 2
 
@@ -352,10 +349,6 @@ class RawFetcher:
             if session is None:
                 session = self._sessions[leader] = FetchSession(leader, enabled=self._use_sessions)
             plan = session.plan(want, self._changed.get(leader, ()), now)
-            # A leader with nothing new for a whole Fetch is asked to park the next one longer: the
-            # broker answers the moment data comes, so only a change of our own (an assignment, a
-            # seek) can wait for it, and an idle mirror sends a fifth of the Fetches.
-            park_ms = max(wait_ms, _QUIET_WAIT_MS) if session.quiet and not plan.changes and not held_back else wait_ms
             if (
                 held_back
                 and not plan.changes
@@ -376,7 +369,7 @@ class RawFetcher:
                 continue
             charge = max_bytes * self._copies
             self.budget.take(charge)
-            request = self._request(plan, max_bytes, park_ms)
+            request = self._request(plan, max_bytes, wait_ms)
             session.sent(plan)
             self._changed.pop(leader, None)
             self.requests[plan.kind.value] += 1
@@ -509,7 +502,6 @@ class RawFetcher:
             # response already on its way may still carry it). A reset session holds nothing.
             members, parts = session.members, self._parts
             frame: Any = None  # the response's frame, when queued batches are views of it
-            session.quiet = True
             for topic in response.responses:
                 name = self._names.get(topic.topic_id, "") if by_id else topic.topic
                 for pd in topic.partitions:
@@ -525,7 +517,6 @@ class RawFetcher:
                         self._dirty.add(tp)  # its position, or its state, may have moved
                         if part.queue:
                             self._ready.add(tp)
-                        session.quiet = False
                         news = True
                     pd.records = None
             if frame is not None:

@@ -419,21 +419,17 @@ def test_an_idle_round_costs_nothing_per_partition() -> None:
     assert wire.lookups == 20_000 and _named(wire.requests[-1]) == {}, "same leaders and epochs: nothing to send"
 
 
-def test_a_leader_with_nothing_new_parks_the_next_fetch_longer_and_the_task_is_not_woken() -> None:
+def test_an_empty_answer_wakes_nobody_and_the_next_fetch_is_not_parked_longer() -> None:
+    """A read_committed Fetch parked longer is not answered when a transaction's marker makes data
+    readable, only at its max wait: parking quiet leaders 500 ms doubled p99 at 2,000 records/s."""
     fetcher, wire = _session_fetcher()
     fetcher.fill()
-    assert wire.requests[-1].max_wait_ms == 100
     wire.futures[-1].success(
         SimpleNamespace(error_code=0, session_id=9, responses=[SimpleNamespace(topic_id=OLD, partitions=[_data(0, 0)])])
     )
     assert fetcher.collect(), "data: news for the task"
     fetcher.fill()
-    assert wire.requests[-1].max_wait_ms == 100, "a partition to re-send: not parked longer"
     wire.futures[-1].success(SimpleNamespace(error_code=0, session_id=9, responses=[]))
     assert not fetcher.collect(), "an empty answer wakes nobody"
     fetcher.fill()
-    assert wire.requests[-1].max_wait_ms == 500 and _named(wire.requests[-1]) == {}
-    fetcher.seek({SourcePartition("orders", 1): 5})
-    _reply(fetcher)
-    fetcher.fill()
-    assert wire.requests[-1].max_wait_ms == 100 and _named(wire.requests[-1]) == {1: 5}
+    assert wire.requests[-1].max_wait_ms == 100 and _named(wire.requests[-1]) == {}
