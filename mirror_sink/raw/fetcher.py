@@ -280,12 +280,6 @@ class RawFetcher:
             if part is not None and part.gone is not None:
                 raise part.gone
 
-    @property
-    def partitions(self) -> list[SourcePartition]:
-        """The assigned partitions."""
-        with self._lock:
-            return list(self._parts)
-
     @_locked
     def ready(self) -> list[SourcePartition]:
         """The partitions with fetched items waiting to be taken."""
