@@ -281,9 +281,12 @@ def _mirror_line(entry: Mapping[str, Any], ceiling: Mapping[str, Any]) -> str:
         f"the ceiling), {cpu:.2f} CPU-s/GB ({1000 / cpu if cpu else 0:.0f} MB/s per core), "
         f"peak RSS {entry['peak_rss_mb']:.0f} MB, machine cores busy {entry.get('machine_cores_busy') or 0:.2f}"
     )
+    copy_cpu = entry.get("copy_cpu_s_per_gb")
+    if copy_cpu:
+        line += f"; the copy alone {copy_cpu:.2f} CPU-s/GB ({1000 / copy_cpu:.0f} MB/s per core)"
     broker = ceiling.get("broker_cpu_s_per_gb")
-    if broker and cpu:
-        line += f"; {entry['cpu_s_per_gb'] / broker:.2f}x the target broker's ingest CPU/GB ({broker:.2f})"
+    if broker and (copy_cpu or cpu):
+        line += f"; {(copy_cpu or cpu) / broker:.2f}x the target broker's ingest CPU/GB ({broker:.2f})"
     if entry.get("target_broker_cpu_s_per_gb") is not None:
         line += f"; target broker meanwhile {entry['target_broker_cpu_s_per_gb']:.2f} CPU-s/GB"
     return line

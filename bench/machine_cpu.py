@@ -71,3 +71,45 @@ class ProcessCpu:
         if now is None or self._start is None:
             return None
         return now - self._start
+
+
+class ProcessTree:
+    """A process and all its descendants, sampled: their CPU-seconds so far, over time, and peak RSS.
+
+    A child that exits keeps the CPU it was last seen with, so a short-lived worker still counts.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self._root = psutil.Process(pid)
+        self._cpu_by_pid: dict[int, float] = {}
+        self._times: list[float] = []
+        self._cpu: list[float] = []
+        self.peak_rss_bytes = 0
+
+    def sample(self) -> None:
+        """Record the tree's CPU-seconds now (wall-clock Unix time) and its resident memory."""
+        try:
+            rss = 0
+            for p in [self._root, *self._root.children(recursive=True)]:
+                times = p.cpu_times()
+                self._cpu_by_pid[p.pid] = times.user + times.system
+                rss += p.memory_info().rss
+        except psutil.Error:
+            return
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+        self._times.append(time.time())
+        self._cpu.append(sum(self._cpu_by_pid.values()))
+
+    def cpu_seconds(self) -> float:
+        """CPU-seconds the tree had used at the last sample."""
+        return sum(self._cpu_by_pid.values())
+
+    def cpu_at(self, when: float) -> float:
+        """CPU-seconds the tree had used at ``when``, linearly between the samples around it (0 before the first)."""
+        i = bisect.bisect_right(self._times, when)
+        if i == 0:
+            return 0.0
+        if i == len(self._times):
+            return self._cpu[-1]
+        t0, t1, c0, c1 = self._times[i - 1], self._times[i], self._cpu[i - 1], self._cpu[i]
+        return c0 + (c1 - c0) * (when - t0) / (t1 - t0)

@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 from confluent_kafka import Producer
 
-from bench.machine_cpu import BusyTimeline
+from bench.machine_cpu import BusyTimeline, ProcessTree
 from devkafka.backends import reap_with_this_process
 from devkafka.data import Address, client_settings, committed_offsets, create_topic, end_offsets
 from devkafka.pair import DevClusters
@@ -67,6 +67,10 @@ class Result:
     copy_mb_per_s: float | None = None
     #: Cores busy on the whole machine (brokers and mirror together) during the copy, out of ``os.cpu_count()``.
     machine_cores_busy: float | None = None
+    #: The mirror's CPU over the copy alone (the same span as ``copy_seconds``): what it spends per byte,
+    #: its start-up (imports, connections, group join) left out, as the target broker's is in the ceiling.
+    copy_cpu_seconds: float | None = None
+    copy_cpu_s_per_gb: float | None = None
 
 
 def json_like_values(n: int) -> list[bytes]:
@@ -170,25 +174,14 @@ def mirror_once(
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mirror_sink.cli", *argv], stdout=log, stderr=log)
     reap_with_this_process(pid=proc.pid)  # an interrupted benchmark leaves no mirror behind
-    ps = psutil.Process(proc.pid)
+    tree = ProcessTree(proc.pid)  # the whole tree: Spark's JVM and Python workers count as the mirror's cost
     ends = end_offsets(src, topic)
     target_topic = f"{name}.{topic}"
-    peak_rss = 0
-    cpu_by_pid: dict[int, float] = {}
     machine = BusyTimeline()
     while True:
         time.sleep(0.2)
         machine.sample()
-        try:
-            # The whole process tree: Spark's JVM and Python workers count as the mirror's cost.
-            rss = 0
-            for p in [ps, *ps.children(recursive=True)]:
-                times = p.cpu_times()
-                cpu_by_pid[p.pid] = times.user + times.system
-                rss += p.memory_info().rss
-            peak_rss = max(peak_rss, rss)
-        except psutil.Error:
-            pass
+        tree.sample()
         try:
             stored = committed_offsets(tgt, f"connect-{name}", [(target_topic, p) for p in ends], timeout=5)
         except Exception:
@@ -202,12 +195,13 @@ def mirror_once(
             raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}")
     seconds = time.monotonic() - started
     finished_at = time.time()
-    cpu = sum(cpu_by_pid.values())
+    cpu = tree.cpu_seconds()
     proc.terminate()
     proc.wait(60)
     megabytes = records * RECORD_BYTES / 1e6
     reading_at = _first_reading(log_path)
     copy_seconds = finished_at - reading_at if reading_at is not None else None
+    copy_cpu = cpu - tree.cpu_at(reading_at) if reading_at is not None else None
     return Result(
         codec,
         mode,
@@ -217,10 +211,12 @@ def mirror_once(
         megabytes / seconds,
         cpu,
         cpu / (megabytes / 1000),
-        peak_rss / 1e6,
+        tree.peak_rss_bytes / 1e6,
         copy_seconds,
         megabytes / copy_seconds if copy_seconds else None,
         machine.cores_busy(reading_at, finished_at),
+        copy_cpu,
+        copy_cpu / (megabytes / 1000) if copy_cpu is not None else None,
     )
 
 

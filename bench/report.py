@@ -374,9 +374,11 @@ def broker_cpu_ratio(entry: Mapping[str, Any] | None, ceiling: Mapping[str, Any]
     """A mirror's CPU-seconds per GB over the target broker's own per GB ingesting the same batches alone.
 
     Unlike a share of the ceiling's MB/s, which measures how many cores the machine had left, this is
-    per byte: 0.5 means the mirror spends half what the broker spends to take the same data in.
+    per byte: 0.5 means the mirror spends half what the broker spends to take the same data in. The
+    mirror's copy alone where it was measured (start-up left out, as the broker's timed ingest has none).
     """
-    return _ratio(_num(entry, "cpu_s_per_gb"), _num(ceiling, "broker_cpu_s_per_gb"))
+    mirror = _num(entry, "copy_cpu_s_per_gb") or _num(entry, "cpu_s_per_gb")
+    return _ratio(mirror, _num(ceiling, "broker_cpu_s_per_gb"))
 
 
 def _times(f: float | None) -> str:
@@ -391,6 +393,8 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
     busy = any(_num(e, "machine_cores_busy") is not None for e in [*tp.values(), *ceil.values()])
     # Nor a broker-CPU column for runs without the target broker's own CPU (older runs, remote clusters).
     per_byte = any(_num(c, "broker_cpu_s_per_gb") is not None for c in ceil.values())
+    # And no copy-CPU column for runs saved before the copy's own CPU was sampled.
+    copy_cpu = any(_num(e, "copy_cpu_s_per_gb") is not None for e in tp.values())
     header = [
         "mirror",
         "seconds",
@@ -400,6 +404,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         *(["cores busy"] if busy else []),
         "CPU-s/GB",
         "MB/s per core",
+        *(["copy CPU-s/GB", "copy MB/s per core"] if copy_cpu else []),
         *(["CPU/GB vs broker ingest"] if per_byte else []),
         "peak RSS MB",
         "speed vs MM2",
@@ -429,6 +434,11 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
                     *([_fmt(_num(entry, "machine_cores_busy"), 2)] if busy else []),
                     _fmt(_num(entry, "cpu_s_per_gb"), 1),
                     _fmt(_per_core(entry), 1),
+                    *(
+                        [_fmt(_num(entry, "copy_cpu_s_per_gb"), 1), _fmt(_per_core(entry, "copy_cpu_s_per_gb"), 1)]
+                        if copy_cpu
+                        else []
+                    ),
                     *([_times(broker_cpu_ratio(entry, ceil.get(codec)))] if per_byte else []),
                     _fmt(_num(entry, "peak_rss_mb"), 0),
                     speed,
@@ -442,6 +452,7 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
                 + [_fmt(_num(c, "mb_per_s"), 1), "100%"]
                 + ([_fmt(_num(c, "machine_cores_busy"), 2)] if busy else [])
                 + [_fmt(_num(c, "broker_cpu_s_per_gb"), 1), _fmt(_per_core(c, "broker_cpu_s_per_gb"), 1)]
+                + ([DASH, DASH] if copy_cpu else [])
                 + ([_times(1.0 if _num(c, "broker_cpu_s_per_gb") else None)] if per_byte else [])
                 + [DASH] * 3
             )
@@ -465,7 +476,10 @@ def _throughput_section(results: Mapping[str, Any]) -> list[str]:
         "mirror is bound by the machine, not by its own design; the ceiling row's is the target broker "
         "ingesting alone. On the ceiling row, CPU-s/GB and MB/s per core are the target broker's own process "
         "(all its threads: request handling, log appends, GC) over the timed ingest, the lower of its two runs; "
-        '"CPU/GB vs broker ingest" is a mirror\'s CPU-s/GB over that: a per-byte comparison that, unlike "of '
+        '"copy CPU-s/GB" is the mirror\'s CPU over the copy alone, the span of copy MB/s (its start-up: '
+        'imports, connections and the group join, left out), and "copy MB/s per core" 1,000 over it; '
+        '"CPU/GB vs broker ingest" is a mirror\'s copy CPU-s/GB (CPU-s/GB where there is none) over the '
+        "broker's: a per-byte comparison that, unlike \"of "
         'ceiling", does not depend on how many cores the machine had left. "-" means a figure is missing from '
         "this run (the broker's CPU is measured only for local clusters, whose process is on this machine).",
         "",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from bench.ceiling import Ceiling
 from bench.compare import ceiling_entry, per_gb
-from bench.machine_cpu import ProcessCpu, process_cpu_seconds
+from bench.machine_cpu import ProcessCpu, ProcessTree, process_cpu_seconds
 from bench.report import CEILING_LABEL, broker_cpu_ratio, render_markdown
 from devkafka.pair import BrokerPair, given_or_local, given_or_local_pair
 
@@ -112,3 +113,25 @@ def test_runs_without_the_brokers_cpu_render_as_before() -> None:
     ceiling = dict(zip(header, _row(page, f"| {CEILING_LABEL} |"), strict=True))
     assert ceiling["CPU-s/GB"] == "-" and ceiling["MB/s per core"] == "-"
     assert "the target broker's own CPU per GB" not in page
+
+
+def test_the_ratio_uses_the_copys_own_cpu_where_it_was_measured() -> None:
+    entry = {"cpu_s_per_gb": 4.0, "copy_cpu_s_per_gb": 3.0}
+    assert broker_cpu_ratio(entry, {"broker_cpu_s_per_gb": 6.0}) == 0.5
+
+
+def test_a_process_trees_cpu_between_samples_is_read_linearly() -> None:
+    tree = ProcessTree(os.getpid())
+    tree.sample()
+    first_at, first = time.time(), tree.cpu_seconds()
+    busy_until = time.process_time() + 0.2
+    while time.process_time() < busy_until:  # burn CPU between the samples
+        pass
+    tree.sample()
+    last_at, last = time.time(), tree.cpu_seconds()
+    assert last - first >= 0.15
+    assert tree.cpu_at(first_at - 60) == 0.0  # before the first sample: all of it counts as the copy's
+    middle = tree.cpu_at((first_at + last_at) / 2)
+    assert first < middle < last
+    assert tree.cpu_at(last_at + 60) == last
+    assert tree.peak_rss_bytes > 0
