@@ -14,7 +14,7 @@ from mirror_sink.core.error_codes import KafkaErrorCode
 from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.topic_ids import as_text, as_uuid
-from mirror_sink.raw.fetcher import RawFetcher
+from mirror_sink.raw.fetcher import PARK_LIMIT, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
 
 TP = SourcePartition("orders", 0)
@@ -389,9 +389,21 @@ def test_closing_the_fetcher_closes_its_sessions_on_the_brokers() -> None:
     assert _meta(wire.requests[-1]) == (9, -1) and _named(wire.requests[-1]) == {}
 
 
-def test_an_idle_round_costs_nothing_per_partition() -> None:
+class _Clock:
+    """The fetcher's monotonic clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_an_idle_round_costs_nothing_per_partition(monkeypatch: pytest.MonkeyPatch) -> None:
     """10,000 caught-up partitions: after the first round, fill and collect look at none of them
     (counted, not timed); a metadata update has every one looked at again, once."""
+    clock = _Clock()
+    monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
 
     class _CountingWire(_Wire):
         def __init__(self) -> None:
@@ -410,11 +422,13 @@ def test_an_idle_round_costs_nothing_per_partition() -> None:
     assert wire.lookups == 10_000 and sum(len(t.partitions) for t in wire.requests[-1].topics) == 10_000
     _reply(fetcher)
     for _ in range(5):
+        clock.now += 0.1  # a leader of more than PARK_LIMIT partitions is asked once per max wait
         fetcher.fill()
         assert _named(wire.requests[-1]) == {} and _forgotten(wire.requests[-1]) == []
         _reply(fetcher)
     assert wire.lookups == 10_000, "nothing changed: no partition was looked at"
     wire.metadata_updated()
+    clock.now += 0.1
     fetcher.fill()
     assert wire.lookups == 20_000 and _named(wire.requests[-1]) == {}, "same leaders and epochs: nothing to send"
 
@@ -433,3 +447,27 @@ def test_an_empty_answer_wakes_nobody_and_the_next_fetch_is_not_parked_longer() 
     assert not fetcher.collect(), "an empty answer wakes nobody"
     fetcher.fill()
     assert wire.requests[-1].max_wait_ms == 100 and _named(wire.requests[-1]) == {}
+
+
+def test_a_leader_of_many_partitions_is_never_parked_and_is_asked_once_per_max_wait_while_quiet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A parked Fetch stays in the broker's purgatory under each of its session's partitions until a
+    purge (a source broker ran out of heap at 10,000): above PARK_LIMIT the fetcher waits instead."""
+    clock = _Clock()
+    monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
+    wire = _Wire()
+    fetcher = _fetcher(wire)
+    fetcher.assign({SourcePartition("orders", p): 0 for p in range(PARK_LIMIT + 1)}, {"orders": OLD})
+    fetcher.fill()
+    assert wire.requests[-1].max_wait_ms == 0, "answered at once: the broker keeps nothing"
+    _reply(fetcher)  # quiet: no records anywhere
+    clock.now += 0.05
+    fetcher.fill()
+    assert len(wire.requests) == 1, "within the max wait of a quiet answer: not asked again"
+    clock.now += 0.06
+    fetcher.fill()
+    assert len(wire.requests) == 2 and wire.requests[-1].max_wait_ms == 0
+    _reply(fetcher, _data(0, 0))  # records: asked again at once, for the next ones
+    fetcher.fill()
+    assert len(wire.requests) == 3 and _named(wire.requests[-1]) == {0: 2}
