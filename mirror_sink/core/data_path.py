@@ -19,6 +19,12 @@ from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.skipped_ranges import AuditRecord
 
+#: Partitions per offset commit sent to a transaction: the group coordinator appends each
+#: TxnOffsetCommit's offsets as one batch to __consumer_offsets and refuses a batch over its 1 MB
+#: (UNKNOWN_SERVER_ERROR; about 120 bytes a partition with the commit metadata, so 10,000 partitions
+#: made 1.2 MB). Committers send larger sets in parts; the transaction still makes them one commit.
+OFFSETS_PER_REQUEST = 2000
+
 
 class Committer(Protocol):
     """Makes a cycle durable, or voids it."""

@@ -29,6 +29,7 @@ from kafka.protocol.producer import (
 )
 
 from mirror_sink.core.authorization import AUTHORIZATION_ERRORS
+from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.error_codes import COORDINATOR_MOVED, FENCED, NOT_OWNER, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.partitions import TargetPartition
@@ -36,10 +37,6 @@ from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
 
 log = logging.getLogger(__name__)
-
-#: Partitions per TxnOffsetCommit: each request's offsets become one batch in __consumer_offsets,
-#: which must stay under the broker's 1 MB (about 120 bytes a partition with the commit metadata).
-OFFSETS_PER_REQUEST = 2000
 
 #: Backoff between attempts: coordinator moves and concurrent transactions clear up quickly.
 _FIRST_DELAY_S = 0.005

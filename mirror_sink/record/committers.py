@@ -10,6 +10,7 @@ group member once every record is acknowledged.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -20,6 +21,7 @@ from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure, ClientIdentity, lacking, principal_of
 from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.clients import classify, is_fatal
+from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 from mirror_sink.core.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
@@ -257,12 +259,14 @@ class TransactionalCommitter(_CommitterBase):
             self._produce_syncs(self.sync_topic, spans)
         for where, key, value in audit:
             self._produce(where.topic, where.partition, key, value)
-        _call(
-            "send_offsets_to_transaction",
-            lambda: self.producer.send_offsets_to_transaction(offsets, metadata, self.timeout_s),
-            self.timeout_s,
-            self._refused,
-        )
+        for start in range(0, len(offsets), OFFSETS_PER_REQUEST):  # each part one TxnOffsetCommit
+            part = offsets[start : start + OFFSETS_PER_REQUEST]
+            _call(
+                "send_offsets_to_transaction",
+                functools.partial(self.producer.send_offsets_to_transaction, part, metadata, self.timeout_s),
+                self.timeout_s,
+                self._refused,
+            )
         try:
             _call("commit_transaction", lambda: self.producer.commit_transaction(self.timeout_s), self.timeout_s)
         except AbortCycle:

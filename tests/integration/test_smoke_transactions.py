@@ -92,3 +92,30 @@ def test_send_offsets_to_transaction_is_readable_with_stable_fetch(
 
     offsets = committed_offsets(target.bootstrap_servers, group, [(topic, 0), (topic, 1)])
     assert offsets == {(topic, 0): 42, (topic, 1): 7}
+
+
+def test_offsets_sent_in_parts_commit_together_or_not_at_all(
+    target: KafkaEndpoint, unique: Callable[[str], str]
+) -> None:
+    """A committer sends a large offset set in parts (OFFSETS_PER_REQUEST): librdkafka takes several
+    send_offsets_to_transaction calls in one transaction, and the commit or abort covers them all."""
+    topic, group = unique("smoke-parts"), unique("smoke-parts-group")
+    create_topic(target.bootstrap_servers, topic, partitions=4)
+    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group})
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique("smoke-parts-tx")})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for part in ([TopicPartition(topic, 0, 10), TopicPartition(topic, 1, 11)], [TopicPartition(topic, 2, 12)]):
+            producer.send_offsets_to_transaction(part, consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+
+        producer.begin_transaction()
+        for part in ([TopicPartition(topic, 0, 90)], [TopicPartition(topic, 3, 93)]):
+            producer.send_offsets_to_transaction(part, consumer.consumer_group_metadata(), 30)
+        producer.abort_transaction(30)
+    finally:
+        consumer.close()
+
+    offsets = committed_offsets(target.bootstrap_servers, group, [(topic, p) for p in range(4)])
+    assert offsets == {(topic, 0): 10, (topic, 1): 11, (topic, 2): 12, (topic, 3): -1001}, offsets

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import TargetPartition
@@ -71,3 +72,26 @@ def test_a_produce_refused_for_the_transactions_error_state_aborts_the_cycle() -
 def test_a_produce_refused_for_a_fatal_error_replaces_the_producer() -> None:
     with pytest.raises(RecoverableTaskFailure, match="fenced"):
         _commit_syncs(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))
+
+
+class _CountingProducer(_RefusingProducer):
+    """Accepts everything; records the size of each send_offsets_to_transaction."""
+
+    def __init__(self) -> None:
+        super().__init__(KafkaError(KafkaError._STATE))
+        self.parts: list[int] = []
+
+    def send_offsets_to_transaction(self, offsets: list[Any], metadata: Any, timeout: float) -> None:
+        self.parts.append(len(offsets))
+
+    def commit_transaction(self, timeout: float) -> None:
+        pass
+
+
+def test_offsets_go_to_the_transaction_in_parts_the_offsets_topic_accepts() -> None:
+    """One TxnOffsetCommit of 10,000 partitions is a 1.2 MB batch, over __consumer_offsets' 1 MB."""
+    producer = _CountingProducer()
+    committer = TransactionalCommitter(producer, DeliveryTracker(track_offsets=False), 5.0)  # type: ignore[arg-type]
+    offsets = [TopicPartition("t", p, 1) for p in range(2 * OFFSETS_PER_REQUEST + 500)]
+    committer.commit(offsets, member=None, metadata=None)  # type: ignore[arg-type]
+    assert producer.parts == [OFFSETS_PER_REQUEST, OFFSETS_PER_REQUEST, 500]
