@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
@@ -185,3 +186,25 @@ def transient(exc: BaseException) -> bool:
             return bool(err.retriable()) or err.code() in _NOT_YET
         seen = seen.__cause__
     return False
+
+
+#: Partitions per librdkafka offsets call (``committed``, ``offsets_for_times``). librdkafka matches
+#: each answered partition to the request's list one by one, so a call costs O(N²) in its
+#: partitions: measured with librdkafka 2.16, one call of 10,000 took 0.41 CPU-s, twenty of 500
+#: 0.03. The lag monitor makes two such calls every 5 s.
+OFFSETS_CALL_PARTITIONS = 500
+
+
+def in_parts(
+    call: Callable[[list[TopicPartition], float], list[TopicPartition]],
+    partitions: Sequence[TopicPartition],
+    timeout_s: float,
+) -> list[TopicPartition]:
+    """``call(part, timeout)`` over ``partitions`` in parts of ``OFFSETS_CALL_PARTITIONS``, within
+    ``timeout_s`` in all; the answers in order. A part that fails raises, as one call would."""
+    deadline = time.monotonic() + timeout_s
+    out: list[TopicPartition] = []
+    for start in range(0, len(partitions), OFFSETS_CALL_PARTITIONS):
+        left = max(0.001, deadline - time.monotonic())
+        out.extend(call(list(partitions[start : start + OFFSETS_CALL_PARTITIONS]), left))
+    return out

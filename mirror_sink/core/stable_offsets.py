@@ -19,6 +19,7 @@ from typing import NamedTuple, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from mirror_sink.core.clients import in_parts
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable, TaskFailure
 from mirror_sink.core.retry import retry_call
 
@@ -82,7 +83,7 @@ def read_stable_commits(
 
     def attempt() -> dict[P, Committed | None]:
         try:
-            result = consumer.committed([TopicPartition(t, p) for t, p in wanted], timeout=request_timeout_s)
+            result = in_parts(consumer.committed, [TopicPartition(t, p) for t, p in wanted], request_timeout_s)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             if err.code() not in _RETRIABLE:

@@ -3,8 +3,9 @@ minus the shadow group's offset (``mirror_sink_replication_lag_records``) and th
 record not yet mirrored (``mirror_sink_replication_lag_seconds``), every few seconds.
 
 Outside the tasks on purpose: a stuck or failed task stops reporting, and that is exactly when the
-lag matters. Two batched requests per round: ListOffsets (read_committed) on the source for every
-mirrored partition, OffsetFetch of the shadow group on the target (the last committed offsets,
+lag matters. Two batched requests per round (in parts of ``clients.OFFSETS_CALL_PARTITIONS``):
+ListOffsets (read_committed) on the source for every mirrored partition, OffsetFetch of the shadow
+group on the target (the last committed offsets,
 without waiting for a transaction still open on them); for the lagging partitions only, one small
 read_committed fetch at the shadow offset gives the first unmirrored record's timestamp.
 
@@ -121,7 +122,7 @@ class LagMonitor:
         if not layout.pairs:
             return {}
         ends = self._ends(layout)
-        committed = self._shadow.committed(layout.shadow, timeout=_TIMEOUT_S)
+        committed = clients.in_parts(self._shadow.committed, layout.shadow, _TIMEOUT_S)
         _serve_events(self._shadow)
         _serve_events(self._probe)
         shadow = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.error is None}
@@ -158,7 +159,7 @@ class LagMonitor:
         as a whole, the admin client's, which answers each partition on its own (a future each).
         """
         try:
-            found = self._probe.offsets_for_times(layout.latest, timeout=_TIMEOUT_S)
+            found = clients.in_parts(self._probe.offsets_for_times, layout.latest, _TIMEOUT_S)
         except KafkaException as exc:
             self.log.debug("ListOffsets through the probe consumer failed, asking per partition: %s", exc)
         else:
