@@ -28,11 +28,14 @@ class DevClusters:
         broker_config: dict[str, str] | None = None,
         *,
         secured: bool = False,
+        heap: str = "768m",
     ) -> None:
         self.home = home or data_dir() / "dev-kafka"
         self.jars = jars or KafkaJars.ensure()
         self.clusters = {
-            name: LocalKafkaCluster(name, self.home / name, self.jars, broker_config=broker_config, secured=secured)
+            name: LocalKafkaCluster(
+                name, self.home / name, self.jars, broker_config=broker_config, secured=secured, heap=heap
+            )
             for name in CLUSTER_NAMES
         }
 
@@ -77,15 +80,17 @@ class BrokerPair:
 
 
 @contextmanager
-def given_or_local_pair(workdir: Path, source: str | None, target: str | None) -> Iterator[BrokerPair]:
+def given_or_local_pair(
+    workdir: Path, source: str | None, target: str | None, *, heap: str = "768m"
+) -> Iterator[BrokerPair]:
     """The given source and target bootstrap servers (no pids), or local clusters started under
-    ``workdir`` for the block and discarded after it, with their brokers' pids."""
+    ``workdir`` for the block and discarded after it, with their brokers' pids (``heap`` each)."""
     if bool(source) != bool(target):
         raise ValueError("give both the source and the target bootstrap servers, or neither")
     if source and target:
         yield BrokerPair(source, target)
         return
-    clusters = DevClusters(workdir / "clusters")
+    clusters = DevClusters(workdir / "clusters", heap=heap)
     print("starting local source and target clusters...", flush=True)
     clusters.up()
     try:
@@ -100,10 +105,12 @@ def given_or_local_pair(workdir: Path, source: str | None, target: str | None) -
 
 
 @contextmanager
-def given_or_local(workdir: Path, source: str | None, target: str | None) -> Iterator[tuple[str, str]]:
+def given_or_local(
+    workdir: Path, source: str | None, target: str | None, *, heap: str = "768m"
+) -> Iterator[tuple[str, str]]:
     """The source and target bootstrap servers: the given ones, or local clusters started under
     ``workdir`` for the block and discarded after it (a benchmark's usual set-up)."""
-    with given_or_local_pair(workdir, source, target) as pair:
+    with given_or_local_pair(workdir, source, target, heap=heap) as pair:
         yield pair.source, pair.target
 
 
