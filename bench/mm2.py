@@ -45,6 +45,7 @@ from pathlib import Path
 
 import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
@@ -350,11 +351,20 @@ def start_mm2(
     compression: str = "lz4",
     extra: Mapping[str, str] | None = None,
     heap: str = "2g",
+    create_target_topics: bool = False,
 ) -> MM2Process:
     """Start MM2 mirroring ``topic`` in the background (files ``{alias}.*`` in ``workdir``); ``{alias}`` in
-    a key of ``extra`` stands for the source cluster's alias, which each run picks."""
+    a key of ``extra`` stands for the source cluster's alias, which each run picks.
+
+    ``create_target_topics``: create MM2's target topics first, as an operator would have to when
+    MM2 cannot: it creates every new topic in one CreateTopics request, which a KRaft controller
+    refuses above 10,000 records ("excessively large batch operation"; 100 topics of 100
+    partitions are 10,100), and does not try again until its next topic refresh, which fails the same way.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     alias = f"mm2{'eos' if exactly_once else 'alo'}{time.time_ns() // 1_000_000}"
+    if create_target_topics:
+        _create_target_topics(source, target, alias, _topics(topic))
     props = mm2_properties(
         source, target, topic, alias=alias, exactly_once=exactly_once, tasks=tasks,
         rest_port=free_port() if exactly_once else None, compression=compression,
@@ -369,6 +379,21 @@ def start_mm2(
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     reap_with_this_process(pid=proc.pid)
     return MM2Process(proc, alias, f"{alias}.{_topics(topic)[0]}", log_path, started)
+
+
+def _create_target_topics(source: str, target: str, alias: str, topics: Sequence[str]) -> None:
+    """MM2's target topics (``{alias}.{topic}``, the source's partition counts), in requests of at
+    most 5,000 partitions."""
+    listed = AdminClient({"bootstrap.servers": source}).list_topics(timeout=60).topics
+    admin = AdminClient({"bootstrap.servers": target})
+    batches: list[list[NewTopic]] = [[]]
+    for t in topics:
+        if sum(n.num_partitions for n in batches[-1]) + len(listed[t].partitions) > 5000:
+            batches.append([])
+        batches[-1].append(NewTopic(f"{alias}.{t}", len(listed[t].partitions), 1))
+    for batch in batches:
+        for future in admin.create_topics(batch, request_timeout=120).values():
+            future.result(180)
 
 
 def run_mm2(
@@ -386,6 +411,7 @@ def run_mm2(
     heap: str = "2g",
     stop_timeout_s: float = 60,
     idle_s: float = 0.0,
+    create_target_topics: bool = False,
 ) -> MM2Run:
     """Mirror ``topic`` from ``source`` to ``target`` with a fresh MM2 process and measure it.
 
@@ -402,7 +428,7 @@ def run_mm2(
     total = sum(hi - lo for lo, hi, _ in extent.values())
     mm2 = start_mm2(
         source, target, topic, exactly_once=exactly_once, workdir=workdir, tasks=tasks,
-        compression=compression, extra=extra, heap=heap,
+        compression=compression, extra=extra, heap=heap, create_target_topics=create_target_topics,
     )  # fmt: skip
     proc, started, log_path, target_topic = mm2.proc, mm2.started, mm2.log, mm2.target_topic
     offsets = _OffsetsReader(target, mm2.alias, _topics(topic))

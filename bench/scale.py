@@ -112,7 +112,7 @@ def _run(mirror: str, tasks: int, src: str, tgt: str, source: Source, *, codec: 
         progress = Progress(f"{source.shape} {mirror} x{tasks}", source.record_bytes / max(source.records, 1))
         run = run_mm2(
             src, tgt, source.topics, exactly_once=True, workdir=workdir, tasks=tasks, compression=codec,
-            on_progress=progress, idle_s=idle_s, timeout_s=1800,
+            on_progress=progress, idle_s=idle_s, timeout_s=1800, create_target_topics=source.partitions > 5000,
         )  # fmt: skip
         result = _figures(mirror, source, run.seconds, run.cpu_seconds, run.peak_rss_bytes)
         result |= {"first_commit_s": run.first_commit_s, "idle_cpu_seconds": run.idle_cpu_seconds, "log": str(run.log)}
