@@ -267,21 +267,37 @@ def render_scale(results: dict[str, Any]) -> str:
     lines += [
         f"![MB/s and MB/s per mirror core at scale]({SCALE_PNG})",
         "",
-        "At 1,000 partitions from freshly started clusters (2026-11-26), one raw task moved 2.8 times MirrorMaker"
-        " 2's MB/s (19.5 against 6.9); on 2026-11-23 it had moved 2.2 MB/s against 3.9. Three changes: Fetches"
+        "At 1,000 partitions from freshly started clusters (2026-11-26), one raw task moved 2.5 times MirrorMaker"
+        " 2's MB/s (20.9 against 8.4); on 2026-11-23 it had moved 2.2 MB/s against 3.9. Three changes: Fetches"
         " in incremental fetch sessions (KIP-227), each naming only the partitions whose position moved; the"
         " provisioner's leader wait, which refreshes metadata in each attempt; and the idle work per partition"
         " gone from the task's loop. The commit markers were not the cost measured then: the next transaction"
         " waits 91 ms at 1,000 partitions in steady state (`bench.markers`, below), plus a one-off stall when fresh"
         " partitions get their first index entries. A caught-up mirror's idle cost no longer grows with its"
-        " partitions: an idle Fetch names none and an empty answer wakes nobody (these idle figures were measured"
-        " with a quiet leader's Fetch parked 500 ms, since removed: it doubled p99 at 2,000 records/s)."
-        " At 10,000 partitions each run's 10,000 target partitions are deleted before the next (the"
-        " host's limit is 20,000 open files per process). Its first run (2026-11-26) found two limits, both fixed:"
-        " one CreateTopics of 10,000 partitions is refused by a KRaft controller, and one TxnOffsetCommit of"
-        " 10,000 partitions is a 1.2 MB batch, over the offsets topic's 1 MB. Start-up then dominates: 71 s to"
-        " the first commit (creating 10,000 partitions, and their leaders). The idle cost, 11.7 CPU-s/min, is"
-        " above the goal of 6; MirrorMaker 2 had copied nothing after several minutes and was stopped.",
+        " partitions (an idle Fetch names none and an empty answer wakes nobody), but one raw task still burns"
+        " more than MirrorMaker 2's (1.07 against 0.72 CPU-s per minute here; 1.0 against 1.34 in an earlier"
+        " run): its Fetch waits at most `fetch.wait.max.ms`, 100 ms by default against the Java consumer's 500,"
+        " because a read_committed Fetch parked longer is answered at its max wait, not when a commit marker"
+        " makes data readable (parking 500 ms doubled p99 at 2,000 records/s). With"
+        " `consumer.fetch.wait.max.ms=500`, MirrorMaker 2's pace, the same idle task burned 0.64 CPU-s per"
+        " minute against 0.99 at 100 ms (one pair of clusters, back to back): at MirrorMaker 2's figure or"
+        " below, for an operator who prefers idle CPU to p99."
+        " At 10,000 partitions (3 GB broker heaps; each run's 10,000 target partitions are deleted before the"
+        " next, as the host allows 20,000 open files per process), one raw task took 58.9 s, all but the last"
+        " second start-up: creating 10,000 target partitions and waiting for their leaders. MirrorMaker 2 took"
+        " 57.2 s with its target topics created for it before its clock started: it creates every new topic in"
+        ' one CreateTopics request, which a KRaft controller refuses above 10,000 records ("excessively large'
+        ' batch operation"), and retries only at its next topic refresh, which fails the same way; left alone'
+        " it copied nothing in 30 minutes. Idle, the raw task burns 4.1 CPU-s per minute, under the goal of 6"
+        " (MirrorMaker 2: 2.6). Four limits found at this size are fixed: one CreateTopics of 10,000 partitions"
+        " (refused; now requests of 5,000), one TxnOffsetCommit of 10,000 partitions (a 1.2 MB batch, over the"
+        " offsets topic's 1 MB, which failed the task; now parts of 2,000, in both modes), librdkafka's offsets"
+        " calls, quadratic in the partitions named (0.41 CPU-s a call at 10,000: the lag monitor's two calls"
+        " every 5 s were about three quarters of the 11.4 CPU-s per minute measured before; now parts of 500),"
+        " and a parked Fetch, which the source broker's purgatory keeps under each of its 10,000 partitions until about"
+        " 1,000 have completed (an idle mirror ran a 768 MB broker out of heap in two minutes; a leader of more"
+        " than 1,000 partitions is now asked without parking, see raw-mode-notes.md). MirrorMaker 2's consumer"
+        " parks every Fetch, hence the 3 GB heaps.",
         "",
         "For scale: MirrorMaker 2 about 16.6 MB/s per core in DiDi's published benchmark (1 KB records, 10"
         " partitions); Redpanda's Go migrator about 333 MB/s per core (at least once, uncompressed).",
