@@ -1,7 +1,7 @@
 """The exact ACLs a connector's principal needs on each cluster, derived from its configuration.
 
 One table serves the operator (``mirror-sink acls CONFIG`` prints it as kafka-acls commands), the
-README's least-privilege section and the test that runs the mirror with exactly these ACLs and then
+least-privilege section of docs/security.md and the test that runs the mirror with exactly these ACLs and then
 without each one in turn. Kafka's implications keep it short: READ, WRITE and ALTER_CONFIGS imply
 DESCRIBE (and ALTER_CONFIGS implies DESCRIBE_CONFIGS), so they are not listed twice.
 """

@@ -9,8 +9,8 @@ source's end offsets.
 Broker faults live in test_replicated_chaos.py, on replicated clusters where leadership and
 coordinators move, with the mirror never frozen. On a single node they cannot be tested without a
 shelter: a single-replica partition has no leader while its broker stops, and Kafka's transaction
-coordinator then drops markers whichever client wrote them (README, "Give target topics more than
-one replica").
+coordinator then drops markers whichever client wrote them (docs/architecture.md, "Give target topics more
+than one replica").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Mirroring secured clusters: SASL_SSL (SCRAM-SHA-512) and mTLS in both modes, with exactly the ACLs
-the README lists; each required ACL missing fails the task clearly; bad credentials and certificates
+docs/security.md lists; each required ACL missing fails the task clearly; bad credentials and certificates
 fail fast with a one-line reason and write nothing."""
 
 from __future__ import annotations
