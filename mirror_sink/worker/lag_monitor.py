@@ -5,9 +5,9 @@ record not yet mirrored (``mirror_sink_replication_lag_seconds``), every few sec
 Outside the tasks on purpose: a stuck or failed task stops reporting, and that is exactly when the
 lag matters. Two batched requests per round (in parts of ``clients.OFFSETS_CALL_PARTITIONS``):
 ListOffsets (read_committed) on the source for every mirrored partition, OffsetFetch of the shadow
-group on the target (the last committed offsets,
-without waiting for a transaction still open on them); for the lagging partitions only, one small
-read_committed fetch at the shadow offset gives the first unmirrored record's timestamp.
+group on the target (the last committed offsets, without waiting for a transaction still open on
+them); for the lagging partitions only, one small read_committed fetch at the shadow offset gives
+the first unmirrored record's timestamp.
 
 A round of a caught-up mirror costs little more than those two requests: the partition lists and
 the series' labels are made again only when the mirrored topics change.
