@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.app import error_response
-from mirror_sink.worker.rest_credentials import BasicAuthenticator
+from api.rest_credentials import BasicAuthenticator
 
 log = logging.getLogger(__name__)
 

@@ -28,13 +28,13 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from api.app import create_app
+from api.rest_credentials import BasicAuthenticator
 from api.security import ListenerApp
 from api.tls import server_context
 from mirror_sink.core import build_info, clients
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.process_exit import exit_now
 from mirror_sink.worker.herder import Herder
-from mirror_sink.worker.rest_credentials import BasicAuthenticator
 from mirror_sink.worker.worker_config import Listener, WorkerConfig
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ def _read_password() -> str:
 def main(args: argparse.Namespace) -> int:
     """Read the password and write the user's line; 2 if refused."""
     # Imported here: argon2 is start-up cost that the other verbs need not pay.
-    from mirror_sink.worker.rest_credentials import set_password
+    from api.rest_credentials import set_password
 
     try:
         created = set_password(args.file, args.user, _read_password())
