@@ -13,8 +13,8 @@ from mirror_sink.core import clients
 from mirror_sink.core.authorization import ClientIdentity
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.logs import Log
+from mirror_sink.raw.capabilities import RawUnsupported, unsupported
 from mirror_sink.raw.raw_path import RawPath
-from mirror_sink.raw.wire import RawUnsupported, unsupported
 from mirror_sink.record.committers import DeliveryTracker
 from mirror_sink.record.record_path import RecordPath
 

@@ -41,7 +41,7 @@ from mirror_sink.core.topic_filter import (
     TopicFilter,
     compile_patterns,
 )
-from mirror_sink.raw.wire import unsupported
+from mirror_sink.raw.capabilities import unsupported
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from kafka import TopicPartition as KafkaPythonPartition
 from mirror_sink.core import clients
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.raw.wire import client_options, unsupported
+from mirror_sink.raw.capabilities import client_options, unsupported
 
 _REQUEST_TIMEOUT_MS = 10_000
 

@@ -40,7 +40,8 @@ from mirror_sink.core import clients
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.logs import configure_logging
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.raw.wire import WireClient, unsupported
+from mirror_sink.raw.capabilities import unsupported
+from mirror_sink.raw.wire import WireClient
 from mirror_sink.spark.byte_budget import bytes_per_offset, cap_by_bytes
 from mirror_sink.spark.range_copier import copy_range
 

@@ -32,12 +32,12 @@ from mirror_sink.raw.batches import (
     split_batches,
     verify_crc,
 )
+from mirror_sink.raw.capabilities import unsupported
 from mirror_sink.raw.fetcher import RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
 from mirror_sink.raw.reencode import reencode
 from mirror_sink.raw.transactions import parse_group_metadata
-from mirror_sink.raw.wire import unsupported
 
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
 
