@@ -13,10 +13,8 @@ is a gap (data loss) and is refused, never papered over.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -30,10 +28,6 @@ from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.stable_offsets import read_stable_commits
-
-#: Fault injection for tests: when this env var names an existing file, the copier deletes the file
-#: and fails once between producing a range and committing it (a crash at the worst moment).
-FAULT_FILE_ENV = "MIRROR_SINK_FAULT_AFTER_PRODUCE"
 
 
 class DataLossError(TaskFailure):
@@ -149,18 +143,9 @@ def _copy(
             position = max(position, moved)
             if time.monotonic() - last_progress > stall_limit_s:
                 raise TaskFailure(f"{source.topic}-{source.partition}: stuck at offset {position} before {end}")
-        if position >= end:
-            _maybe_inject_fault()
         if position > done or path.committer.open:
             spans = [SyncSpan(target, source.topic, done, position)] if syncs and position > done else []
             offsets = [TopicPartition(target.topic, target.partition, position, metadata=metadata)]
             path.committer.commit(offsets, shadow, group_metadata, spans)
         done = position
     return copied
-
-
-def _maybe_inject_fault() -> None:
-    marker = os.environ.get(FAULT_FILE_ENV)
-    if marker and Path(marker).exists():
-        Path(marker).unlink()
-        raise RuntimeError(f"injected fault after producing, before committing ({FAULT_FILE_ENV})")

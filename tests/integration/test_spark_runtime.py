@@ -16,7 +16,6 @@ import pytest
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce
-from mirror_sink.spark.range_copier import FAULT_FILE_ENV
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     ChildProcess,
@@ -150,7 +149,10 @@ def test_a_writer_failing_between_produce_and_commit_is_retried_without_duplicat
     marker = tmp_path / "fail-once"
     marker.touch()
     run = spark_local(spark_config(name, source, target, topic), master="local[2,4]")  # 4 task attempts
-    run.env[FAULT_FILE_ENV] = str(marker)
+    # A test-only sitecustomize on the executors' PYTHONPATH fails their first commit once.
+    faults = Path(__file__).parent / "spark_faults"
+    run.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(faults), os.environ.get("PYTHONPATH")]))
+    run.env["MIRROR_SINK_FAULT_AFTER_PRODUCE"] = str(marker)
     assert run.run() == 0, run.log_tail()
     assert not marker.exists(), "the fault was injected"
     assert "injected fault after producing" in run.log_text()
