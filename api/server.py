@@ -32,6 +32,7 @@ from api.rest_credentials import BasicAuthenticator
 from api.security import ListenerApp
 from api.tls import server_context
 from mirror_sink.core import build_info, clients
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.process_exit import exit_now
 from mirror_sink.worker.herder import Herder
@@ -295,9 +296,9 @@ class BackgroundServer:
     def start(self, timeout_s: float = 30.0) -> int:
         """Serve; returns the port once the server listens."""
         self._thread.start()
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline(timeout_s)
         while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
+            if deadline.passed or not self._thread.is_alive():
                 raise RuntimeError("the REST server did not start (port taken?)")
             time.sleep(0.05)
         return int(self._server.servers[0].sockets[0].getsockname()[1])

@@ -29,6 +29,7 @@ from confluent_kafka.cimpl import NewPartitions, NewTopic
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.replication_policy import is_cycle, returns_home
 
@@ -345,13 +346,13 @@ class TopicProvisioner:
         """
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
         start = time.monotonic()
-        deadline = start + self.timeout_s
+        deadline = Deadline(self.timeout_s)
         next_progress = start + _LEADER_PROGRESS_S
         last_error = ""
         while waiting:
             # Short attempts: one ListOffsets was seen to wait out its whole timeout (30 s) on
             # partitions the broker had led since 50 ms after the create, so each is asked again.
-            left = min(max(deadline - time.monotonic(), 1.0), _LEADER_ATTEMPT_S)
+            left = min(deadline.left(1.0), _LEADER_ATTEMPT_S)
             leaders, errors = self._describe_leaders(sorted({tp.topic for tp in waiting}), left)
             led, still = split_by_leader(waiting, leaders)
             if errors:
@@ -370,7 +371,7 @@ class TopicProvisioner:
             if not still:
                 return
             now = time.monotonic()
-            if now > deadline:
+            if deadline.passed:
                 log.warning(
                     "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s (last answer: %s); "
                     "mirroring anyway",

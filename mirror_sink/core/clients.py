@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 
 # librdkafka settings; Any because the 'logger' entry is a logging.Logger.
@@ -202,9 +202,8 @@ def in_parts(
 ) -> list[TopicPartition]:
     """``call(part, timeout)`` over ``partitions`` in parts of ``OFFSETS_CALL_PARTITIONS``, within
     ``timeout_s`` in all; the answers in order. A part that fails raises, as one call would."""
-    deadline = time.monotonic() + timeout_s
+    deadline = Deadline(timeout_s)
     out: list[TopicPartition] = []
     for start in range(0, len(partitions), OFFSETS_CALL_PARTITIONS):
-        left = max(0.001, deadline - time.monotonic())
-        out.extend(call(list(partitions[start : start + OFFSETS_CALL_PARTITIONS]), left))
+        out.extend(call(list(partitions[start : start + OFFSETS_CALL_PARTITIONS]), deadline.left(0.001)))
     return out

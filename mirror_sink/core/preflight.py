@@ -13,13 +13,13 @@ import os
 import re
 import socket
 import ssl
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.reachability import bootstrap_addresses
 
@@ -48,7 +48,7 @@ def _tls_context(props: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
-def _check_tls(cluster: str, props: Mapping[str, str], deadline: float) -> None:
+def _check_tls(cluster: str, props: Mapping[str, str], deadline: Deadline) -> None:
     """A TLS handshake with the first bootstrap server that accepts a connection."""
     if any(key in props for key in _OPAQUE_TLS):
         return
@@ -59,9 +59,9 @@ def _check_tls(cluster: str, props: Mapping[str, str], deadline: float) -> None:
     except (OSError, ssl.SSLError) as exc:  # unreadable CA file, certificate or key
         raise TaskFailure(f"{cluster} cluster: cannot load the TLS settings: {exc}") from exc
     for host, port in bootstrap_addresses(props["bootstrap.servers"]):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if deadline.passed:
             return
+        remaining = deadline.left()
         try:
             raw = socket.create_connection((host, port), timeout=min(remaining, 5.0))
         except OSError:
@@ -96,20 +96,20 @@ def check_cluster(cluster: str, props: Mapping[str, str], timeout_s: float = 10.
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
     if protocol == "PLAINTEXT":
         return
-    deadline = time.monotonic() + timeout_s
+    deadline = Deadline(timeout_s)
     if protocol in _TLS:
         _check_tls(cluster, props, deadline)
     errors: list[KafkaError] = []
     # Quiet: librdkafka would log each of its reconnection attempts; the one reason is reported here.
     settings: dict[str, Any] = {**props, "error_cb": errors.append, "log_level": 0}
     admin = AdminClient({**settings, "client.id": f"mirror-sink-preflight-{cluster}"})
-    while time.monotonic() < deadline:
+    while not deadline.passed:
         try:
             # DescribeCluster: small whatever the topic count, and it needs no ACL. One request at a
             # time, with room to be answered: with 1 s timeouts on a loaded machine, late answers to
             # requests already timed out piled up, and one of them aborted the process inside
             # librdkafka (cc21: "rd_kafka_admin_response_parse: Assertion `rko_result' failed").
-            left = max(1.0, deadline - time.monotonic())
+            left = deadline.left(1.0)
             admin.describe_cluster(request_timeout=min(5.0, left)).result(min(6.0, left + 1.0))
             return
         except Exception as exc:

@@ -14,13 +14,13 @@ never sent to the other cluster: ``.internal`` keeps the side topic out of every
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.failover.failover_record import FailoverRecord
@@ -176,9 +176,9 @@ def _records_from(consumer: Consumer, tp: SourcePartition, start: int) -> Iterat
     if end <= start:
         return
     consumer.assign([TopicPartition(*tp, start)])
-    deadline = time.monotonic() + _READ_TIMEOUT_S
+    deadline = Deadline(_READ_TIMEOUT_S)
     try:
-        while time.monotonic() < deadline:
+        while not deadline.passed:
             for msg in consumer.consume(10_000, 0.5):
                 err = msg.error()
                 if err is not None and err.code() == KafkaError._PARTITION_EOF:

@@ -25,6 +25,7 @@ from connectors.topic_provisioner import TopicProvisioner
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
@@ -308,7 +309,7 @@ class Failover:
 
     def _wait_caught_up(self, mapped: dict[tuple[str, int], TargetPartition], wait_s: float) -> None:
         """Until the shadow group holds each mapped partition's last stable offset (or ``wait_s`` is up)."""
-        deadline = time.monotonic() + wait_s
+        deadline = Deadline(wait_s)
         source = _reader(self.config.source_consumer(), self._client_id)
         try:
             while True:
@@ -327,7 +328,7 @@ class Failover:
                 if not behind:
                     self.say("the mirror has reached the source's last stable offsets")
                     return
-                if time.monotonic() >= deadline:
+                if deadline.passed:
                     if wait_s > 0:
                         worst = ", ".join(f"{k} by {v}" for k, v in sorted(behind.items())[:10])
                         raise FailoverRefused(
@@ -337,7 +338,7 @@ class Failover:
                     self.say(f"note: the mirror is {total} offsets behind the source on {len(behind)} partitions")
                     return
                 self.say(f"waiting for the mirror: {sum(behind.values())} offsets behind on {len(behind)} partitions")
-                time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
+                time.sleep(min(2.0, deadline.left(0.1)))
         finally:
             source.close()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -11,6 +10,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from mirror_sink.core.checkpoints import Checkpoint
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync
 from mirror_sink.core.partitions import TargetPartition
@@ -72,9 +72,9 @@ class _TopicReader:
         # Retention may have deleted everything before ``low`` (or all of it: then nothing is ever
         # returned and the consumer's position never moves; the start is ``low`` then).
         self.position = max(self.position, low)
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline(timeout_s)
         while self.position < end:
-            if time.monotonic() > deadline:
+            if deadline.passed:
                 raise TaskFailure(
                     f"reading {self.topic} on the target: at offset {self.position} of {end} after {timeout_s:.0f} s"
                 )

@@ -31,6 +31,7 @@ from typing import Any, ParamSpec, TypeVar
 from kafka.future import Future
 from kafka.protocol.consumer import FetchRequest
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.partitions import SourcePartition
@@ -676,7 +677,7 @@ class RawFetcher:
             if plan is None or leader in self._inflight or not self.wire.ready(leader):
                 continue
             futures.append(self.wire.send(leader, self._request(plan, _MIN_FETCH_BYTES, 0)))
-        deadline = time.monotonic() + timeout_s
-        while futures and not all(f.is_done for f in futures) and time.monotonic() < deadline:
+        deadline = Deadline(timeout_s)
+        while futures and not all(f.is_done for f in futures) and not deadline.passed:
             self.wire.poll(0.05)
         self._sessions.clear()

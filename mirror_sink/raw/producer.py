@@ -12,7 +12,6 @@ sequences, and the task rewinds. Nothing partial is ever committed.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 from kafka.future import Future
 from kafka.protocol.producer import ProduceRequest
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.offset_syncs import CycleOffsets
@@ -264,7 +264,7 @@ class ProducePipeline:
         self._wait_in_flight(raise_errors=False)
 
     def _wait_in_flight(self, raise_errors: bool) -> None:
-        deadline = time.monotonic() + self._txn.transaction_timeout_ms / 1000
+        deadline = Deadline(self._txn.transaction_timeout_ms / 1000)
         while self._in_flight or (raise_errors and any(self._outgoing.values())):
             if raise_errors:
                 self.pump()
@@ -274,7 +274,7 @@ class ProducePipeline:
             except (AbortCycle, RecoverableTaskFailure, TaskFailure):
                 if raise_errors:
                     raise
-            if time.monotonic() > deadline:
+            if deadline.passed:
                 if raise_errors:
                     raise AbortCycle(f"{self.backlog} produce requests unanswered after the transaction timeout")
                 for request in self._in_flight:  # given up on: their bytes go back to the budget

@@ -10,7 +10,6 @@ SASL/SSL options as the Java client. One thread drives each client (``poll``), a
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
 from mirror_sink.core.authorization import AuthorizationFailure, denial
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
@@ -213,12 +213,12 @@ class WireClient:
 
     def any_node(self) -> NodeId:
         """A connected (or connectable) broker for requests any broker answers."""
-        deadline = time.monotonic() + 30
+        deadline = Deadline(30)
         while True:
             node = self._client.least_loaded_node(bootstrap_fallback=True)
             if node is not None:
                 return node if isinstance(node, str) else int(node)
-            if time.monotonic() > deadline:
+            if deadline.passed:
                 raise RecoverableTaskFailure(f"no broker of the {self.cluster} cluster ({self.bootstrap}) is reachable")
             self.poll(0.2)
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kafka.protocol.admin import DescribeLogDirsRequest
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw.wire import WireClient, error_name
@@ -122,13 +122,13 @@ def log_sizes(wire: WireClient, partitions: Iterable[SourcePartition]) -> dict[S
 
 
 def _leaders(wire: WireClient, partitions: list[SourcePartition]) -> dict[SourcePartition, int]:
-    deadline = time.monotonic() + _LEADERS_TIMEOUT_S
+    deadline = Deadline(_LEADERS_TIMEOUT_S)
     while True:
         leaders = {tp: wire.leader(tp.topic, tp.partition) for tp in partitions}
         known = {tp: node for tp, node in leaders.items() if node is not None}
         if len(known) == len(partitions):
             return known
-        if time.monotonic() > deadline:
+        if deadline.passed:
             missing = sorted(f"{tp.topic}-{tp.partition}" for tp in partitions if tp not in known)
             raise TaskFailure(f"no leader known for source partitions {', '.join(missing)}")
         wire.poll(0.1)

@@ -23,6 +23,7 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.source_continuity import SourceDiscontinuity, commit_metadata, source_topic_ids, stored_topic_id
 from mirror_sink.core import clients
 from mirror_sink.core.data_path import DataPath
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import SyncSpan
@@ -131,9 +132,9 @@ def _copy(
     path.assign({source: begin})
     copied, done, last_progress = 0, begin, time.monotonic()
     while done < end:
-        cycle_bytes, cycle_end = 0, time.monotonic() + interval_s
+        cycle_bytes, cycle_end = 0, Deadline(interval_s)
         position = done
-        while position < end and cycle_bytes < config.transaction_max_bytes and time.monotonic() < cycle_end:
+        while position < end and cycle_bytes < config.transaction_max_bytes and not cycle_end.passed:
             step = path.copy(0.1, target_of)
             copied += step.records
             cycle_bytes += step.bytes

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +21,8 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+
+from mirror_sink.core.deadline import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +167,9 @@ class KafkaConfigBackingStore:
         """Apply every record up to the current end; what changed."""
         _, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=30)
         changed: dict[str, StoredConnector | None] = {}
-        deadline = time.monotonic() + 60
+        deadline = Deadline(60)
         while self._next_offset < end:
-            if time.monotonic() > deadline:
+            if deadline.passed:
                 raise TimeoutError(f"config topic {self.topic} not read to offset {end} in 60 s")
             for msg in self._consumer.consume(500, 0.5):
                 if msg.error() is not None:

@@ -14,6 +14,7 @@ from connectors.mirror_sink_connector import MirrorSinkConnector
 from connectors.mirror_sink_task import MirrorSinkTask, TaskState
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import MIRROR
@@ -227,8 +228,8 @@ class ConnectorRuntime:
                 MIRROR.topic_level.add(cfg.source_alias)
             MIRROR.set_formats(cfg.name, cfg.metric_names)  # a new config comes with a new runtime
 
-    def _stop_tasks(self, until: float | None = None) -> None:
-        """Stop every task, each finishing its cycle; with ``until`` (a monotonic time), a task still
+    def _stop_tasks(self, until: Deadline | None = None) -> None:
+        """Stop every task, each finishing its cycle; with ``until``, a task still
         running then is left, and the log says what ends its transaction."""
         with self._lock:
             tasks, self.tasks = self.tasks, []
@@ -245,10 +246,10 @@ class ConnectorRuntime:
         for task in tasks:
             task.stop(0)  # every task starts finishing its cycle at once ...
         for task in tasks:  # ... then wait for each
-            task.stop(_TASK_STOP_TIMEOUT_S if until is None else max(0.0, until - time.monotonic()))
+            task.stop(_TASK_STOP_TIMEOUT_S if until is None else until.left())
         for helper in (verifier, drills):
             if helper is not None:
-                helper.stop(5.0 if until is None else max(0.0, min(5.0, until - time.monotonic())))
+                helper.stop(5.0 if until is None else min(5.0, until.left()))
         self._left_tasks = [t for t in tasks if t.is_alive()]
         if left := [t.task_id for t in self._left_tasks]:
             cfg = self.connector.config
@@ -407,19 +408,19 @@ class ConnectorRuntime:
         """Stop every task gracefully (each commits its cycle, then leaves its group) within ``budget_s``:
         every wait ends at once, and a task still busy then is left to the broker's fencing. True when
         nothing was left running."""
-        deadline = time.monotonic() + budget_s
+        deadline = Deadline(budget_s)
         with self._lock:
             self._closed = True
             transition = self._transition
         self._closing.set()
         if transition is not None:
-            transition.join(max(0.0, deadline - time.monotonic()))
+            transition.join(deadline.left())
         self._stop_tasks(until=deadline)
         self.claims.release(self.name)
         with self._lock:
             lag, watch = self.lag, self.watch
-        self._stop_lag(max(0.1, deadline - time.monotonic()))
-        self._stop_watch(max(0.1, deadline - time.monotonic()))
+        self._stop_lag(deadline.left(0.1))
+        self._stop_watch(deadline.left(0.1))
         threads = [transition, lag, watch, *self._left_tasks]
         return not any(t is not None and t.is_alive() for t in threads)
 

@@ -27,6 +27,7 @@ from connectors.mirror_sink_config import MirrorSinkConfig
 from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core import clients
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import replication_lag_records, replication_lag_seconds
 
@@ -215,9 +216,9 @@ class LagMonitor:
         wanted = {tp for tp, _ in probes}
         ages: dict[tuple[str, int], float] = {}
         now_ms = time.time() * 1000
-        deadline = time.monotonic() + 2.0
+        deadline = Deadline(2.0)
         try:
-            while wanted and time.monotonic() < deadline:
+            while wanted and not deadline.passed:
                 for msg in self._probe.consume(len(wanted), 0.2):
                     key = (msg.topic() or "", msg.partition() or 0)
                     if msg.error() is not None or key not in wanted:

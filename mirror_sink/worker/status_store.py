@@ -24,6 +24,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.worker.config_store import ensure_compacted_topic
 
 log = logging.getLogger(__name__)
@@ -69,17 +70,17 @@ class KafkaStatusBackingStore:
     def start(self) -> None:
         """Say this worker is alive, read what the others said so far (so a joining worker does not
         start every task as if it were alone), then keep saying it and keep reading."""
-        deadline = time.monotonic() + 30
+        deadline = Deadline(30)
         while True:
             try:  # a topic just created may not be known to every broker for a moment
                 _, end = self._consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=10)
                 break
             except KafkaException:
-                if time.monotonic() > deadline:
+                if deadline.passed:
                     raise
                 time.sleep(0.2)
         self._beat()
-        while self._position() < end and time.monotonic() < deadline:
+        while self._position() < end and not deadline.passed:
             self._read(timeout_s=0.5)
         self._thread.start()
 

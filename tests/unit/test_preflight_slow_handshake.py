@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.preflight import _check_tls
 
 pytestmark = pytest.mark.unit
@@ -20,5 +21,5 @@ def test_a_handshake_that_times_out_is_left_to_the_clients() -> None:
         listener.listen(1)
         port = listener.getsockname()[1]
         started = time.monotonic()
-        _check_tls("source", {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL"}, started + 0.5)
+        _check_tls("source", {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL"}, Deadline(0.5))
         assert time.monotonic() - started < 3.0
