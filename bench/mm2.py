@@ -47,6 +47,7 @@ import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from connectors.topic_provisioner import by_partitions
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.jars import KafkaJars
@@ -382,16 +383,12 @@ def start_mm2(
 
 
 def _create_target_topics(source: str, target: str, alias: str, topics: Sequence[str]) -> None:
-    """MM2's target topics (``{alias}.{topic}``, the source's partition counts), in requests of at
-    most 5,000 partitions."""
+    """MM2's target topics (``{alias}.{topic}``, the source's partition counts), in requests a KRaft
+    controller accepts (the provisioner's ``by_partitions``)."""
     listed = AdminClient({"bootstrap.servers": source}).list_topics(timeout=60).topics
     admin = AdminClient({"bootstrap.servers": target})
-    batches: list[list[NewTopic]] = [[]]
-    for t in topics:
-        if sum(n.num_partitions for n in batches[-1]) + len(listed[t].partitions) > 5000:
-            batches.append([])
-        batches[-1].append(NewTopic(f"{alias}.{t}", len(listed[t].partitions), 1))
-    for batch in batches:
+    new = [NewTopic(f"{alias}.{t}", len(listed[t].partitions), 1) for t in topics]
+    for batch in by_partitions(new, lambda topic: topic.num_partitions):
         for future in admin.create_topics(batch, request_timeout=120).values():
             future.result(180)
 

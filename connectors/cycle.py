@@ -169,12 +169,7 @@ class Cycle:
     def _commit_and_schedule(self, interval_s: float, *, adaptive: bool) -> None:
         """Commit what the cycle holds, if anything, and set when the next commit is due."""
         next_interval_s = interval_s
-        if not self._to_commit():
-            if self.path.positions_move_unseen:
-                self.commit()  # save positions moved past transaction markers, now and then
-                next_interval_s = max(interval_s, _IDLE_COMMIT_S)
-            # (else nothing moved: no need to look at every partition's position)
-        else:
+        if self._to_commit():
             self.commit()
             if adaptive:
                 next_interval_s = commit_interval_s(
@@ -183,6 +178,10 @@ class Cycle:
                     self.run.config.transaction_timeout_ms / 1000,
                     backlog=not self.path.caught_up(),
                 )
+        elif self.path.positions_move_unseen:
+            self.commit()  # save positions moved past transaction markers, now and then
+            next_interval_s = max(interval_s, _IDLE_COMMIT_S)
+        # (else nothing moved: no need to look at every partition's position)
         self._next_commit_at = time.monotonic() + next_interval_s
 
     def _to_commit(self) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -64,31 +65,37 @@ def test_compressed_produce_round_trips(
         assert [r.content() for r in seen[p]] == [r.content() for r in records if r.partition == p]
 
 
+@contextmanager
+def _offsets_producer(
+    target: KafkaEndpoint, unique: Callable[[str], str], label: str, partitions: int
+) -> Iterator[tuple[str, str, Producer, object]]:
+    """A fresh topic and group on the target, a transactional producer ready to begin, and the group's
+    metadata to send offsets with (from a consumer that never joins)."""
+    topic, group = unique(f"smoke-{label}"), unique(f"smoke-{label}-group")
+    create_topic(target.bootstrap_servers, topic, partitions=partitions)
+    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group})
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique(f"{label}-tx")})
+    try:
+        producer.init_transactions(30)
+        yield topic, group, producer, consumer.consumer_group_metadata()
+    finally:
+        consumer.close()
+
+
 def test_send_offsets_to_transaction_is_readable_with_stable_fetch(
     target: KafkaEndpoint, unique: Callable[[str], str]
 ) -> None:
     """The shadow-group mechanism: offsets committed inside a target transaction, read back stable."""
-    topic, group = unique("smoke-offsets"), unique("smoke-group")
-    create_topic(target.bootstrap_servers, topic, partitions=2)
-    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group})
-    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique("smoke-tx")})
-    try:
-        producer.init_transactions(30)
+    with _offsets_producer(target, unique, "offsets", 2) as (topic, group, producer, metadata):
         producer.begin_transaction()
         producer.produce(topic, b"v", partition=1)
-        producer.send_offsets_to_transaction(
-            [TopicPartition(topic, 0, 42), TopicPartition(topic, 1, 7)],
-            consumer.consumer_group_metadata(),
-            30,
-        )
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 42), TopicPartition(topic, 1, 7)], metadata, 30)
         producer.commit_transaction(30)
 
         # An aborted transaction's offsets must never become visible.
         producer.begin_transaction()
-        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 999)], consumer.consumer_group_metadata(), 30)
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 999)], metadata, 30)
         producer.abort_transaction(30)
-    finally:
-        consumer.close()
 
     offsets = committed_offsets(target.bootstrap_servers, group, [(topic, 0), (topic, 1)])
     assert offsets == {(topic, 0): 42, (topic, 1): 7}
@@ -99,23 +106,16 @@ def test_offsets_sent_in_parts_commit_together_or_not_at_all(
 ) -> None:
     """A committer sends a large offset set in parts (OFFSETS_PER_REQUEST): librdkafka takes several
     send_offsets_to_transaction calls in one transaction, and the commit or abort covers them all."""
-    topic, group = unique("smoke-parts"), unique("smoke-parts-group")
-    create_topic(target.bootstrap_servers, topic, partitions=4)
-    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group})
-    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique("smoke-parts-tx")})
-    try:
-        producer.init_transactions(30)
+    with _offsets_producer(target, unique, "parts", 4) as (topic, group, producer, metadata):
         producer.begin_transaction()
         for part in ([TopicPartition(topic, 0, 10), TopicPartition(topic, 1, 11)], [TopicPartition(topic, 2, 12)]):
-            producer.send_offsets_to_transaction(part, consumer.consumer_group_metadata(), 30)
+            producer.send_offsets_to_transaction(part, metadata, 30)
         producer.commit_transaction(30)
 
         producer.begin_transaction()
         for part in ([TopicPartition(topic, 0, 90)], [TopicPartition(topic, 3, 93)]):
-            producer.send_offsets_to_transaction(part, consumer.consumer_group_metadata(), 30)
+            producer.send_offsets_to_transaction(part, metadata, 30)
         producer.abort_transaction(30)
-    finally:
-        consumer.close()
 
     offsets = committed_offsets(target.bootstrap_servers, group, [(topic, p) for p in range(4)])
     assert offsets == {(topic, 0): 10, (topic, 1): 11, (topic, 2): 12, (topic, 3): -1001}, offsets
