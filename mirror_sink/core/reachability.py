@@ -4,14 +4,20 @@ librdkafka says nothing useful while no bootstrap server answers: its admin call
 empty error, after 30 s or more. An operator needs to know at once which cluster, which address and
 what went wrong: a name that does not resolve, a port that refuses, or an address that never
 answers (a firewall dropping packets, a host that is down). A TCP connection to each bootstrap
-address tells these apart within seconds; TLS and credentials are the preflight check's business
-(``preflight``), and a reachable cluster that answers late is the clients'.
+address tells these apart within seconds. A link can also accept connections and then pass nothing
+(a broken WAN path behind a proxy or load balancer, a hung broker): the clients then wait out their
+socket timeouts, 60 s by default, saying nothing. So a probe may also ask for a first answer (a
+Kafka ApiVersions request, or a TLS handshake on a TLS listener) and count silence as unreachable.
+Whether the answer is a good one (certificates, credentials) is the preflight check's business
+(``preflight``).
 """
 
 from __future__ import annotations
 
 import errno
 import socket
+import ssl
+import struct
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,8 +25,20 @@ from typing import Any
 
 #: How long one address may take to accept a TCP connection before it counts as not answering.
 CONNECT_TIMEOUT_S = 3.0
+#: How long a connected address may take to answer the probe's first request before it counts as
+#: silent. Generous: a broker answers ApiVersions from its network thread, at once unless it is hung.
+ANSWER_TIMEOUT_S = 10.0
 #: Addresses of one cluster tried at the same time.
 PROBE_THREADS = 8
+
+#: Asks a connected socket for a first answer: None when something answered, else why not.
+Ask = Callable[[socket.socket], str | None]
+
+#: An ApiVersions v0 request (api key 18), correlation id 0, client id "mirror-sink-probe": every
+#: Kafka listener answers it before any authentication (KIP-35, KIP-43).
+_CLIENT_ID = b"mirror-sink-probe"
+_API_VERSIONS = struct.pack(">hhih", 18, 0, 0, len(_CLIENT_ID)) + _CLIENT_ID
+_API_VERSIONS_REQUEST = struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS
 
 
 def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
@@ -33,8 +51,55 @@ def bootstrap_addresses(bootstrap: str) -> list[tuple[str, int]]:
     return out
 
 
-def connect_failure(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> str | None:
-    """Why ``host:port`` accepts no TCP connection (None: it does), in words an operator can act on."""
+def silence(timeout_s: float) -> str:
+    """The reason given for an address that accepted a connection and then said nothing."""
+    return f"accepts connections but does not answer within {timeout_s:g} s (a broken path behind it, or a hung broker)"
+
+
+def ask_kafka(timeout_s: float = ANSWER_TIMEOUT_S) -> Ask:
+    """Ask a plaintext or SASL listener: send ApiVersions; any byte back, or a closed connection, is an answer."""
+
+    def ask(sock: socket.socket) -> str | None:
+        sock.settimeout(timeout_s)
+        try:
+            sock.sendall(_API_VERSIONS_REQUEST)
+            sock.recv(1)
+        except TimeoutError:
+            return silence(timeout_s)
+        except OSError:
+            pass  # reset: something is there, and it answered
+        return None
+
+    return ask
+
+
+def ask_tls(timeout_s: float = ANSWER_TIMEOUT_S) -> Ask:
+    """Ask a TLS listener: start a handshake; a server hello or a refusal (alert, reset) is an answer.
+
+    Nothing is verified here: a certificate the client refuses is still an answer, and ``preflight``
+    names it.
+    """
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+
+    def ask(sock: socket.socket) -> str | None:
+        sock.settimeout(timeout_s)
+        try:
+            with context.wrap_socket(sock, do_handshake_on_connect=False) as tls:
+                tls.do_handshake()
+        except TimeoutError:
+            return silence(timeout_s)
+        except OSError:
+            pass  # an alert or a reset is an answer (ssl.SSLError is an OSError)
+        return None
+
+    return ask
+
+
+def connect_failure(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S, ask: Ask | None = None) -> str | None:
+    """Why ``host:port`` accepts no TCP connection (None: it does), in words an operator can act on;
+    with ``ask``, also why a connection it accepts gives no answer (None: it answers)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
@@ -45,7 +110,10 @@ def connect_failure(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) 
         sock.settimeout(timeout_s)
         try:
             sock.connect(address)
-            return None
+            why = None if ask is None else ask(sock)
+            if why is None:
+                return None
+            reasons.append(why)
         except TimeoutError:
             reasons.append(f"no answer within {timeout_s:g} s (packets dropped, or the host is down)")
         except ConnectionRefusedError:

@@ -12,13 +12,22 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from connectors.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import cluster_unreachable_seconds
-from mirror_sink.core.reachability import PROBE_THREADS, Outage, Unreachable, probe
+from mirror_sink.core.reachability import (
+    PROBE_THREADS,
+    Ask,
+    Outage,
+    Unreachable,
+    ask_kafka,
+    ask_tls,
+    connect_failure,
+    probe,
+)
 
 #: Probing a reachable cluster costs one TCP connection per bootstrap address; an unreachable one
 #: is probed more often so that its return is seen soon.
@@ -43,9 +52,14 @@ class ClusterWatch:
         self._pool: ThreadPoolExecutor | None = None
         if prober is None:
             pool = self._pool = ThreadPoolExecutor(PROBE_THREADS, thread_name_prefix=f"probe-{cfg.name}")
+            # A connection accepted and then silent is an outage too: ask each listener for an answer.
+            asks = {"source": _ask(cfg.source_admin()), "target": _ask(cfg.target_admin())}
 
             def prober(cluster: str, alias: str, bootstrap: str) -> Unreachable | None:
-                return probe(cluster, alias, bootstrap, pool=pool)
+                ask = asks[cluster]
+                return probe(
+                    cluster, alias, bootstrap, failure=lambda h, p, t: connect_failure(h, p, t, ask), pool=pool
+                )
 
         self._probe: Prober = prober
         self._lock = threading.Lock()
@@ -129,3 +143,9 @@ class ClusterWatch:
             key = f"{cluster}.unreachable.give.up.ms"
             until = "for ever" if limit_ms < 0 else f"for up to {limit_ms / 1000:g} s ({key})"
             self._log.warning("%s, for %.0f s; waiting for it and trying again %s", found, outage.seconds(now), until)
+
+
+def _ask(client_props: Mapping[str, str]) -> Ask:
+    """A TLS handshake for an SSL or SASL_SSL listener, ApiVersions for the others."""
+    protocol = str(client_props.get("security.protocol", "PLAINTEXT")).upper()
+    return ask_tls() if protocol.endswith("SSL") else ask_kafka()

@@ -18,7 +18,7 @@ from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import MIRROR
-from mirror_sink.core.reachability import CONNECT_TIMEOUT_S
+from mirror_sink.core.reachability import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
 from mirror_sink.failover.background_verifier import BackgroundVerifier
@@ -153,7 +153,7 @@ class ConnectorRuntime:
             if self.watch is None:
                 self.watch = ClusterWatch(self.connector.config, self.log).start()
             watch = self.watch
-        watch.wait_checked(CONNECT_TIMEOUT_S + 1)  # the first probe of both: seconds at most
+        watch.wait_checked(CONNECT_TIMEOUT_S + ANSWER_TIMEOUT_S + 1)  # the first probe of both: seconds at most
         while lines := watch.unreachable():
             if (given_up := watch.given_up()) is not None:
                 raise TaskFailure(given_up)

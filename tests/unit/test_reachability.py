@@ -1,16 +1,20 @@
-"""Reachability probes on loopback: a refused port, a name that does not resolve, a black hole."""
+"""Reachability probes on loopback: a refused port, a name that does not resolve, a black hole, and a
+listener that accepts connections and then says nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+import trustme
 
 from devkafka.link import black_hole, refused_address
-from mirror_sink.core.reachability import Outage, bootstrap_addresses, connect_failure, probe
+from mirror_sink.core.reachability import Outage, ask_kafka, ask_tls, bootstrap_addresses, connect_failure, probe
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
 
 
@@ -103,3 +107,95 @@ def test_setting_the_interrupt_ends_a_retry_wait_at_once() -> None:
         retry_or_give_up(attempt, "start", deadline_s=60, first_delay_s=30, max_delay_s=30, interrupt=stop)
     assert time.monotonic() - started < 2, "the 30 s backoff was cut short"
     assert len(attempts) == 1
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """Accepts every connection and never sends a byte, as a link whose far side is gone."""
+    held: list[socket.socket] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    held.append(server.accept()[0])
+
+        threading.Thread(target=accept, daemon=True).start()
+        yield server.getsockname()[1]
+    for conn in held:
+        conn.close()
+
+
+@pytest.fixture
+def answering_port() -> Iterator[int]:
+    """Reads a request and answers with a few bytes, as any Kafka listener answers ApiVersions."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn = server.accept()[0]
+                    with conn:
+                        conn.recv(64)
+                        conn.sendall(b"\0\0\0\x04\0\0\0\0")
+
+        threading.Thread(target=serve, daemon=True).start()
+        yield server.getsockname()[1]
+
+
+@pytest.fixture
+def tls_port() -> Iterator[int]:
+    """A TLS listener with a certificate the probe has never seen; it completes handshakes."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    trustme.CA().issue_cert("broker.test").configure_cert(context)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn = server.accept()[0]
+                    with contextlib.suppress(OSError), context.wrap_socket(conn, server_side=True) as tls:
+                        tls.recv(1)
+
+        threading.Thread(target=serve, daemon=True).start()
+        yield server.getsockname()[1]
+
+
+def test_a_listener_that_accepts_and_stays_silent_is_named_as_silent(silent_port: int) -> None:
+    started = time.monotonic()
+    for ask in (ask_kafka(0.5), ask_tls(0.5)):
+        assert connect_failure("127.0.0.1", silent_port, ask=ask) == (
+            f"127.0.0.1:{silent_port}: accepts connections but does not answer within 0.5 s (a broken path behind "
+            "it, or a hung broker)"
+        )
+    assert time.monotonic() - started < 3
+
+
+def test_a_kafka_listener_that_answers_api_versions_is_reachable(answering_port: int) -> None:
+    assert connect_failure("127.0.0.1", answering_port, ask=ask_kafka(5)) is None
+
+
+def test_a_closed_connection_is_an_answer_and_not_silence(tls_port: int) -> None:
+    """ApiVersions sent to a TLS listener is refused at once; that is a cluster that answers."""
+    assert connect_failure("127.0.0.1", tls_port, ask=ask_kafka(5)) is None
+
+
+def test_a_tls_listener_answers_a_handshake_whatever_its_certificate(tls_port: int) -> None:
+    assert connect_failure("127.0.0.1", tls_port, ask=ask_tls(5)) is None
+
+
+def test_a_cluster_whose_every_listener_is_silent_is_unreachable(silent_port: int, answering_port: int) -> None:
+    def ask_kafka_briefly(host: str, port: int, timeout_s: float) -> str | None:
+        return connect_failure(host, port, timeout_s, ask_kafka(0.5))
+
+    found = probe("source", "east", f"127.0.0.1:{silent_port}", failure=ask_kafka_briefly)
+    assert found is not None and str(found).startswith("source cluster 'east' is unreachable: ")
+    assert "does not answer within 0.5 s" in str(found)
+    both = f"127.0.0.1:{silent_port},127.0.0.1:{answering_port}"
+    assert probe("source", "east", both, failure=ask_kafka_briefly) is None
