@@ -40,14 +40,14 @@ from api.models import (
     PluginInfo,
     ServerInfo,
     TaskInfo,
-    TaskState,
+    TaskStateBody,
 )
-from api.plugin import PLUGIN_ALIASES, PLUGIN_CLASS, config_definitions, validate
+from api.plugin import PLUGIN_CLASS, config_definitions, plugin_aliases, validate
 from api.status_page import add_status_page
 from mirror_sink import __version__
 from mirror_sink.core.drills import drills_topic
+from mirror_sink.core.states import TargetState
 from mirror_sink.worker import connector_validation
-from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.herder import Herder
 from mirror_sink.worker.herder_types import Conflict, HerderError, InvalidRequest, NotFound
 
@@ -175,7 +175,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     @app.post("/connectors", status_code=201, response_model=ConnectorInfo)
     def create_connector(request: CreateConnectorRequest, response: Response) -> ConnectorInfo:
-        state = TargetState(request.initial_state) if request.initial_state else TargetState.RUNNING
+        state = request.initial_state or TargetState.RUNNING
         herder.create(request.name, request.config, state)
         response.headers["Location"] = f"/connectors/{quote(request.name)}"
         return ConnectorInfo.of(herder.queries.info(request.name))
@@ -210,9 +210,9 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
     def task_configs(name: str) -> list[TaskInfo]:
         return [TaskInfo.of(t) for t in herder.queries.task_configs(name)]
 
-    @app.get("/connectors/{name}/tasks/{task}/status", response_model=TaskState, response_model_exclude_none=True)
-    def task_status(name: str, task: int) -> TaskState:
-        return TaskState.of_task(herder.queries.task_status(name, task))
+    @app.get("/connectors/{name}/tasks/{task}/status", response_model=TaskStateBody, response_model_exclude_none=True)
+    def task_status(name: str, task: int) -> TaskStateBody:
+        return TaskStateBody.of_task(herder.queries.task_status(name, task))
 
     @app.post("/connectors/{name}/restart", response_model=ConnectorStatus | None)
     def restart_connector(
@@ -289,7 +289,7 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
 
     # -- plugins --------------------------------------------------------------------------------
     def _plugin(plugin: str) -> None:
-        if plugin not in PLUGIN_ALIASES:
+        if plugin not in plugin_aliases():
             raise StarletteHTTPException(404, f"Unknown connector plugin {plugin}; this worker has {PLUGIN_CLASS}")
 
     @app.get("/connector-plugins", response_model=list[PluginInfo], response_model_by_alias=True)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mirror_sink.core.states import TargetState
 from mirror_sink.worker import herder_types as domain
 
 ConfigMap = dict[str, Any]
@@ -42,7 +43,7 @@ class CreateConnectorRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
     config: ConfigMap
-    initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
+    initial_state: TargetState | None = None
 
     @field_validator("name", mode="before")
     @classmethod
@@ -96,13 +97,13 @@ class StateBody(BaseModel):
         return cls(state=state.state.value, worker_id=state.worker_id, trace=state.trace)
 
 
-class TaskState(StateBody):
-    """A task's state with its id."""
+class TaskStateBody(StateBody):
+    """A task's state with its id (Connect's ConnectorStateInfo.TaskState)."""
 
     id: int
 
     @classmethod
-    def of_task(cls, task: domain.TaskStatus) -> TaskState:
+    def of_task(cls, task: domain.TaskStatus) -> TaskStateBody:
         """The body of one task's state, with its id."""
         return cls(id=task.id, **StateBody.of(task.status).model_dump())
 
@@ -112,7 +113,7 @@ class ConnectorStatus(BaseModel):
 
     name: str
     connector: StateBody
-    tasks: list[TaskState]
+    tasks: list[TaskStateBody]
     type: Literal["sink"]
 
     @classmethod
@@ -121,7 +122,7 @@ class ConnectorStatus(BaseModel):
         return cls(
             name=status.name,
             connector=StateBody.of(status.connector),
-            tasks=[TaskState.of_task(t) for t in status.tasks],
+            tasks=[TaskStateBody.of_task(t) for t in status.tasks],
             type=status.type,
         )
 

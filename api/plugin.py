@@ -10,10 +10,15 @@ from typing import Any
 from pydantic_core import PydanticUndefined
 
 from api.models import ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo
-from connectors.mirror_sink_config import CONNECTOR_CLASS_ALIASES, KEY_DOCS, MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import KEY_DOCS, MirrorSinkConfig, connector_class_aliases
 
+#: How ``GET /connector-plugins`` names the plugin: its full class name, as Connect does.
 PLUGIN_CLASS = "org.apache.kafka.connect.mirror.MirrorSinkConnector"
-PLUGIN_ALIASES = CONNECTOR_CLASS_ALIASES
+
+
+def plugin_aliases() -> frozenset[str]:
+    """Every name the plugin answers to under ``/connector-plugins/{plugin}`` (the plugin registry's)."""
+    return connector_class_aliases()
 
 
 def _type_name(annotation: Any) -> str:

@@ -134,7 +134,7 @@ def _sink_starter(mirror: str, src: str, tgt: str, workdir: Path) -> StartMirror
         log_path = workdir / f"{name}.log"
         # Its own metrics endpoint: the transactions it committed and aborted, counted by the mirror.
         port = free_port()
-        argv = [sys.executable, "-m", "mirror_sink.cli", "run", str(path), "--metrics-port", str(port)]
+        argv = [sys.executable, "-m", "api.cli", "run", str(path), "--metrics-port", str(port)]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=log)
         reap_with_this_process(pid=proc.pid)

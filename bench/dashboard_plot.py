@@ -195,7 +195,7 @@ class Worker:
 
     def start(self, timeout: float = 60.0) -> None:
         """Launch and wait until ``/health`` says 200."""
-        argv = [sys.executable, "-m", "mirror_sink.cli", "worker", "--listeners", self.url]
+        argv = [sys.executable, "-m", "api.cli", "worker", "--listeners", self.url]
         argv += ["--worker-id", "dash", "--data-dir", str(self.data_dir)]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(

@@ -186,7 +186,7 @@ def run_child(argv: Sequence[str], log_path: Path, brokers: Sequence[int]) -> Ch
 
 
 def _mirror_sink(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "mirror_sink.cli", *argv]
+    return [sys.executable, "-m", "api.cli", *argv]
 
 
 def _figures(child: Child, gb: float) -> dict[str, Any]:

@@ -722,7 +722,7 @@ def run_mm2_side(args: argparse.Namespace, sc: Scenario) -> dict[str, Any]:
 
 
 def _mirror_sink(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "mirror_sink.cli", *argv]
+    return [sys.executable, "-m", "api.cli", *argv]
 
 
 def failover_available() -> bool:

@@ -5,7 +5,7 @@
 
 Builds the image first (``deploy/image/image.sh``: cached base, warm pip cache), starts its own local
 clusters and writes one topic. Each round then starts a worker, alternately the bare process
-(``python -m mirror_sink.cli worker``) and the container (``podman run --network host``, read-only,
+(``python -m api.cli worker``) and the container (``podman run --network host``, read-only,
 as tests/integration/test_image.py runs it), with one connector declared in ``connectors.config.dir``
 and a fresh shadow group, and measures from the launch:
 
@@ -127,7 +127,7 @@ def one_round(runtime: str, image: str, workdir: Path, clusters: tuple[str, str,
             [
                 sys.executable,
                 "-m",
-                "mirror_sink.cli",
+                "api.cli",
                 "worker",
                 str(etc / "worker.properties"),
                 "--data-dir",

@@ -172,7 +172,7 @@ def mirror_once(
     else:
         argv = ["run", str(path), "--worker-id", "bench"]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "mirror_sink.cli", *argv], stdout=log, stderr=log)
+        proc = subprocess.Popen([sys.executable, "-m", "api.cli", *argv], stdout=log, stderr=log)
     reap_with_this_process(pid=proc.pid)  # an interrupted benchmark leaves no mirror behind
     tree = ProcessTree(proc.pid)  # the whole tree: Spark's JVM and Python workers count as the mirror's cost
     ends = end_offsets(src, topic)

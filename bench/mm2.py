@@ -47,10 +47,10 @@ import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectors.topic_provisioner import by_partitions
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.jars import KafkaJars
+from mirror_sink.topics.topic_provisioner import by_partitions
 
 #: Before an idle measurement, the caught-up mirror settles this long (its last commit's markers,
 #: offset flushes and checkpoints end); bench.shapes gives mirror-sink the same.

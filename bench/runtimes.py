@@ -178,7 +178,7 @@ def run_runtime(runtime: str, *, src: str, tgt: str, topic: str, megabytes: floa
     def launch() -> subprocess.Popen[bytes]:
         with open(workdir / f"{name}.log", "wb") as log:  # the child keeps its own descriptor
             env = {**os.environ, "SPARK_LOCAL_DIRS": str(workdir / f"{name}-scratch")}  # not /tmp
-            proc = subprocess.Popen([sys.executable, "-m", "mirror_sink.cli", *argv], stdout=log, stderr=log, env=env)
+            proc = subprocess.Popen([sys.executable, "-m", "api.cli", *argv], stdout=log, stderr=log, env=env)
         reap_with_this_process(pid=proc.pid)
         return proc
 

@@ -544,7 +544,7 @@ def run_mirror_sink(
     limit = timeout_s if timeout_s is not None else 600 + 20 * source.megabytes
     started = time.monotonic()
     with open(log_path, "wb") as log:
-        argv = [sys.executable, "-m", "mirror_sink.cli", "run", str(path), "--worker-id", "bench"]
+        argv = [sys.executable, "-m", "api.cli", "run", str(path), "--worker-id", "bench"]
         proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     reap_with_this_process(pid=proc.pid)
     sampler = _TreeSampler(proc.pid)

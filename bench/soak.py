@@ -196,7 +196,7 @@ class Worker:
             argv = [
                 sys.executable,
                 "-m",
-                "mirror_sink.cli",
+                "api.cli",
                 "run",
                 str(self.config_path),
                 "--worker-id",

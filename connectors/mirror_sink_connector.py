@@ -8,14 +8,16 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from connectors.acl_sync import TopicAclSync
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.topic_provisioner import TopicMapping, TopicProvisioner
+from connectors.mirror_sink_task import MirrorSinkTask
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.preflight import check_cluster
 from mirror_sink.core.replication_policy import IdentityReplicationPolicy
+from mirror_sink.topics.acl_sync import TopicAclSync
+from mirror_sink.topics.source_discovery import TopicMapping
+from mirror_sink.topics.topic_provisioner import TopicProvisioner
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,12 @@ class MirrorSinkConnector:
     def topic_acls_due(self) -> bool:
         """True when ``sync_topic_acls`` would sync now."""
         return self._acl_sync is not None and self._acl_sync.due()
+
+    def task(self, task_id: int, worker_id: str) -> MirrorSinkTask:
+        """Task ``task_id`` on worker ``worker_id``, with the current topic mappings (not started).
+
+        Every task gets the same mappings: the shadow group assigns the partitions among them."""
+        return MirrorSinkTask(self.config, task_id, worker_id, self.mappings)
 
     def sync_topic_acls(self) -> None:
         """Copy the mirrored topics' ACLs to the target when ``sync.topic.acls.interval.seconds`` has

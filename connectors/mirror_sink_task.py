@@ -17,34 +17,20 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping
-from enum import StrEnum
 
-from connectors.cycle import Cycle, TaskCounters
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.ownership import Ownership
-from connectors.task_run import TaskRun
-from connectors.topic_provisioner import TopicMapping
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.errors import RecoverableTaskFailure, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.logs import context_logger
+from mirror_sink.core.states import TaskState
+from mirror_sink.task.cycle import Cycle, TaskCounters
+from mirror_sink.task.ownership import Ownership
+from mirror_sink.task.task_run import TaskRun, task_slot
+from mirror_sink.topics.source_discovery import TopicMapping
 
-__all__ = ["MirrorSinkTask", "TaskCounters", "TaskState", "task_slot"]
+__all__ = ["MirrorSinkTask", "TaskCounters"]
 
 _MAX_RECOVERIES = 5
 _RECOVERY_WINDOW_S = 600.0
-
-
-class TaskState(StrEnum):
-    """Kafka Connect's task states."""
-
-    UNASSIGNED = "UNASSIGNED"
-    RUNNING = "RUNNING"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
-
-
-def task_slot(connector: str, worker_id: str, task_id: int) -> str:
-    """The stable identity of a task slot: its transactional.id (a restart fences its predecessor)."""
-    return f"{connector}-{worker_id}-{task_id}"
 
 
 class MirrorSinkTask:

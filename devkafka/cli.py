@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from api.cli.main import run_verb, verb_parser
 from devkafka import demo
 from devkafka.pair import DevClusters, print_clusters
 from devkafka.replicated import ReplicatedPair
-from mirror_sink.cli.main import run_verb, verb_parser
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,8 +7,8 @@ import threading
 import time
 from collections.abc import Mapping
 
-from mirror_sink.worker.config_store import TargetState
-from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
+from mirror_sink.core.states import ConnectorState, TargetState
+from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.worker_metrics import WORKER_METRICS
 
 log = logging.getLogger(__name__)

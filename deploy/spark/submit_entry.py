@@ -2,7 +2,7 @@
 
 import sys
 
-from mirror_sink.cli.main import main
+from api.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["spark", *sys.argv[1:], "--master", "submit"]))

@@ -55,7 +55,7 @@ class SourceTruncated(TaskFailure):
 class SourceOffsetOutOfRange(TaskFailure):
     """The source no longer has the offset a data path asked for: deleted by retention or
     DeleteRecords, a topic deleted and created again, a log truncated. Never skipped: the task checks
-    what happened to every partition it reads and fails naming each (``connectors.source_continuity``)."""
+    what happened to every partition it reads and fails naming each (``mirror_sink.task.source_continuity``)."""
 
     def __init__(self, topic: str, partition: int, offset: int | None, detail: str) -> None:
         at = f"offset {offset}" if offset is not None else "the next offset to mirror"

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import (
     verified_bytes_total,

@@ -19,7 +19,7 @@ import threading
 import time
 from collections import defaultdict, deque
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.logs import context_logger

@@ -40,7 +40,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.drills import drill_group, drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Any
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.drills import drills_topic
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import (

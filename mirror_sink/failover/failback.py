@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.source_continuity import commit_metadata, source_topic_ids
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
@@ -39,6 +38,7 @@ from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, read_failovers
 from mirror_sink.failover.translation import Translation
 from mirror_sink.failover.verify import watermarks
+from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
 
 
 @dataclass

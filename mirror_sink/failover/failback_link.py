@@ -18,8 +18,7 @@ import re
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.source_continuity import commit_metadata, source_topic_ids
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import TargetPartition
@@ -27,6 +26,7 @@ from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 from mirror_sink.core.stable_offsets import read_stable_offsets
 from mirror_sink.failover.failover_record import FailoverRecord
 from mirror_sink.failover.groups import group_member
+from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
 
 _SOURCE, _TARGET = "source.cluster.", "target.cluster."
 #: Keys that name the forward link's own groups: the reverse link takes its defaults instead.

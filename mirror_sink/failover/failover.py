@@ -20,8 +20,7 @@ from datetime import UTC, datetime
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.topic_provisioner import TopicProvisioner
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
@@ -40,6 +39,7 @@ from mirror_sink.failover.groups import (
 )
 from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints
 from mirror_sink.failover.translation import Translation
+from mirror_sink.topics.source_discovery import SourceDiscovery
 
 _SOURCE_PROBE_S = 10.0
 
@@ -281,12 +281,9 @@ class Failover:
 
     def _mapped_partitions(self, source_admin: AdminClient) -> dict[tuple[str, int], TargetPartition]:
         """Every source partition the connector mirrors, with its target partition."""
-        provisioner = TopicProvisioner(
-            self.config, source_admin, clients.admin(self.config.target_admin(), self._client_id)
-        )
         return {
             (m.source_topic, p): TargetPartition(m.target_topic, p)
-            for m in provisioner.discover().values()
+            for m in SourceDiscovery(self.config, source_admin).discover().values()
             for p in range(m.source_partitions)
         }
 

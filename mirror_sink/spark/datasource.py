@@ -33,9 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.start_offsets import StartOffsetResolver
-from connectors.topic_provisioner import TopicMapping, TopicProvisioner
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.logs import configure_logging
@@ -44,6 +42,9 @@ from mirror_sink.raw.capabilities import unsupported
 from mirror_sink.raw.wire import WireClient
 from mirror_sink.spark.byte_budget import bytes_per_offset, cap_by_bytes
 from mirror_sink.spark.range_copier import copy_range
+from mirror_sink.task.start_offsets import StartOffsetResolver
+from mirror_sink.topics.source_discovery import TopicMapping
+from mirror_sink.topics.topic_provisioner import TopicProvisioner
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.topic_provisioner import TopicProvisioner
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.config_providers import resolve
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.runtime_guard import SparkLease, refuse_if_worker_active
+from mirror_sink.topics.topic_provisioner import TopicProvisioner
 
 log = logging.getLogger(__name__)
 

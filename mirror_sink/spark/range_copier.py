@@ -2,7 +2,7 @@
 
 Runs on Spark executors, with the worker's own data path: raw mode forwards the source's batches
 (read_committed filtering, CRC checks, the per-batch fallback, the memory budget), record mode
-re-produces records; ``mirror.mode`` decides as it does for a worker task (``connectors.data_paths``).
+re-produces records; ``mirror.mode`` decides as it does for a worker task (``mirror_sink.task.data_paths``).
 A batch that crosses the range's end is re-encoded without the records past it, so ranges never
 overlap. There is no group membership here, so fencing comes from the transactional.id, one per
 source partition (``{connector}.{topic}.{partition}``): InitProducerId fences whichever task copied
@@ -18,9 +18,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, TopicPartition
 
-from connectors.data_paths import open_data_path
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.source_continuity import SourceDiscontinuity, commit_metadata, source_topic_ids, stored_topic_id
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.deadline import Deadline
@@ -29,6 +27,8 @@ from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.stable_offsets import read_stable_commits
+from mirror_sink.task.data_paths import open_data_path
+from mirror_sink.task.source_continuity import SourceDiscontinuity, commit_metadata, source_topic_ids, stored_topic_id
 
 
 class DataLossError(TaskFailure):

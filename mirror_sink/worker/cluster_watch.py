@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import cluster_unreachable_seconds
 from mirror_sink.core.reachability import (

@@ -14,7 +14,6 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,16 +22,9 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from mirror_sink.core.deadline import Deadline
+from mirror_sink.core.states import TargetState
 
 log = logging.getLogger(__name__)
-
-
-class TargetState(StrEnum):
-    """What the operator asked for (Kafka Connect's target states)."""
-
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
 
 
 @dataclass

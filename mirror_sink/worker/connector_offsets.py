@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.replication_policy import ReplicationPolicy
+from mirror_sink.core.states import TargetState
 from mirror_sink.failover.readers import read_checkpoints
-from mirror_sink.worker.config_store import TargetState
 from mirror_sink.worker.herder_types import CheckpointState, Conflict, InvalidRequest, PartitionOffset
 from mirror_sink.worker.worker import Worker
 

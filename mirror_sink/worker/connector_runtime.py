@@ -1,4 +1,4 @@
-"""One connector inside a worker: its MirrorSinkConnector, its tasks, their states and transitions."""
+"""One connector inside a worker: the plugin its ``connector.class`` names, its tasks, their states and transitions."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
-from connectors.mirror_sink_connector import MirrorSinkConnector
-from connectors.mirror_sink_task import MirrorSinkTask, TaskState
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import AuthorizationFailure
 from mirror_sink.core.deadline import Deadline
@@ -21,11 +18,12 @@ from mirror_sink.core.metrics import MIRROR
 from mirror_sink.core.reachability import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.core.runtime_guard import refuse_if_spark_active
+from mirror_sink.core.states import ConnectorState, TargetState, TaskState
 from mirror_sink.failover.background_verifier import BackgroundVerifier
 from mirror_sink.failover.checkpointer import CheckpointEmitter
 from mirror_sink.failover.drill_watch import DrillWatch
 from mirror_sink.worker.cluster_watch import ClusterWatch
-from mirror_sink.worker.config_store import TargetState
+from mirror_sink.worker.connector_plugin import ConnectorPlugin, ConnectorTask, load_connector
 from mirror_sink.worker.lag_monitor import LagMonitor
 from mirror_sink.worker.target_claims import TargetTopicClaims
 
@@ -39,17 +37,6 @@ _SHUTDOWN_S = 8.0
 #: How long a connector keeps starting again while its clusters answer late (brokers restarting, a
 #: cluster still electing leaders for its internal topics) before it is FAILED.
 _START_DEADLINE_S = 180.0
-
-
-class ConnectorState(StrEnum):
-    """Kafka Connect's connector and task states."""
-
-    UNASSIGNED = "UNASSIGNED"
-    RUNNING = "RUNNING"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
-    FAILED = "FAILED"
-    RESTARTING = "RESTARTING"
 
 
 @dataclass(frozen=True)
@@ -80,11 +67,11 @@ class ConnectorRuntime:
         #: Which of the connector's task ids this worker runs, given ``tasks.max`` (a worker group
         #: spreads them; alone, a worker runs them all).
         self.task_ids: Callable[[int], list[int]] = task_ids or (lambda tasks_max: list(range(tasks_max)))
-        self.connector = MirrorSinkConnector(props)  # validates: ConfigError on bad config
+        self.connector: ConnectorPlugin = load_connector(props)  # validates: ConfigError on bad config
         #: The target topics of every connector of this worker (alone: only this one's).
         self.claims = claims or TargetTopicClaims()
         self.log = context_logger(__name__, name, connector=name)
-        self.tasks: list[MirrorSinkTask] = []
+        self.tasks: list[ConnectorTask] = []
         self.state = StateInfo(ConnectorState.UNASSIGNED)
         self.target = TargetState.STOPPED
         self._lock = threading.RLock()
@@ -99,7 +86,7 @@ class ConnectorRuntime:
         #: Set by shutdown: every wait of a transition (for a cluster, between start attempts) ends at once.
         self._closing = threading.Event()
         self.watch: ClusterWatch | None = None
-        self._left_tasks: list[MirrorSinkTask] = []  # still running after the last stop's deadline
+        self._left_tasks: list[ConnectorTask] = []  # still running after the last stop's deadline
 
     # -- target states -------------------------------------------------------------------------
     def apply(self, target: TargetState) -> None:
@@ -209,7 +196,7 @@ class ConnectorRuntime:
             if self._closed or (self.tasks and running == ids and all(t.is_alive() for t in self.tasks)):
                 return
             self._stop_tasks()
-            self.tasks = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in ids]
+            self.tasks = [self.connector.task(i, self.worker_id) for i in ids]
             for task in self.tasks:
                 task.start()
             if cfg.emit_checkpoints and cfg.offset_syncs_partition is not None and self.checkpoints is None:
@@ -314,7 +301,7 @@ class ConnectorRuntime:
         if old is None or self.target is not TargetState.RUNNING:
             return
         old.stop(_TASK_STOP_TIMEOUT_S)
-        new = MirrorSinkTask(self.connector.config, task_id, self.worker_id, self.connector.mappings)
+        new = self.connector.task(task_id, self.worker_id)
         with self._lock:
             if self._closed or old not in self.tasks:
                 return  # stopped or paused meanwhile
@@ -395,7 +382,7 @@ class ConnectorRuntime:
             if self._closed or self.target is not TargetState.RUNNING:
                 return
             have = {t.task_id for t in self.tasks}
-            joining = [MirrorSinkTask(cfg, i, self.worker_id, self.connector.mappings) for i in ids if i not in have]
+            joining = [self.connector.task(i, self.worker_id) for i in ids if i not in have]
             self.tasks = sorted([*self.tasks, *joining], key=lambda t: t.task_id)
             for task in joining:
                 task.start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_providers import has_references, resolve
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.secrets import MASK, is_secret

@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector, TargetState
+from mirror_sink.core.states import ConnectorState, TargetState
+from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector
 from mirror_sink.worker.connector_offsets import ConnectorOffsetsAdmin
-from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
+from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.connector_validation import checked_config
 from mirror_sink.worker.herder_queries import HerderQueries
 from mirror_sink.worker.herder_types import Conflict, HerderError, TaskNotFound

@@ -9,7 +9,8 @@ from typing import Any
 
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.metrics import MIRROR
-from mirror_sink.worker.connector_runtime import ConnectorState, StateInfo
+from mirror_sink.core.states import ConnectorState
+from mirror_sink.worker.connector_runtime import StateInfo
 from mirror_sink.worker.connector_validation import masked
 from mirror_sink.worker.herder_types import (
     AssignedState,

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_END, Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.topic_provisioner import TopicMapping
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import replication_lag_records, replication_lag_seconds
+from mirror_sink.topics.source_discovery import TopicMapping
 
 _INTERVAL_S = 5.0
 _TIMEOUT_S = 10.0

@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from connectors.mirror_sink_config import CONNECTOR_CLASS, CONNECTOR_CLASS_ALIASES, MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import CONNECTOR_CLASS, MirrorSinkConfig, connector_class_aliases
 from mirror_sink.core.config_files import parse_properties
 from mirror_sink.core.errors import ConfigError
 
@@ -247,7 +247,7 @@ def _check_not_derived(file_key: str, value: str, hint: str | None) -> None:
     """The file must not set what each flow derives (``hint`` says why); a sink connector class is fine."""
     if hint is not None:
         raise ConfigError(file_key, f"cannot be set in an MM2 file: {hint}")
-    if value not in CONNECTOR_CLASS_ALIASES:
+    if value not in connector_class_aliases():
         raise ConfigError(file_key, f"unknown connector class {value!r}; this worker runs {CONNECTOR_CLASS}")
 
 

@@ -17,7 +17,8 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mirror_sink.worker.connector_runtime import ConnectorRuntime, ConnectorState
+from mirror_sink.core.states import ConnectorState
+from mirror_sink.worker.connector_runtime import ConnectorRuntime
 
 Runtimes = Callable[[], Iterable[ConnectorRuntime]]
 _COUNTED = {

@@ -122,7 +122,7 @@ class ChildProcess:
         workdir.mkdir(parents=True, exist_ok=True)
 
     def argv(self) -> list[str]:
-        """The ``mirror-sink`` arguments (after ``python -m mirror_sink.cli``)."""
+        """The ``mirror-sink`` arguments (after ``python -m api.cli``)."""
         raise NotImplementedError
 
     def start(self) -> Self:
@@ -131,7 +131,7 @@ class ChildProcess:
             log.write(f"\n===== start {time.strftime('%H:%M:%S')} =====\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [*self.python, "-m", "mirror_sink.cli", *self.argv()],
+                [*self.python, "-m", "api.cli", *self.argv()],
                 cwd=self.cwd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -624,7 +624,7 @@ def _run_verb(verb: str, config: dict[str, str], workdir: Path, *args: str) -> s
     path = workdir / f"{verb}-{time.monotonic_ns()}.json"
     path.write_text(json.dumps({"name": config["name"], "config": config}))
     return subprocess.run(
-        [sys.executable, "-m", "mirror_sink.cli", verb, str(path), *args],
+        [sys.executable, "-m", "api.cli", verb, str(path), *args],
         capture_output=True,
         text=True,
         timeout=180,

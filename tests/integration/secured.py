@@ -15,12 +15,12 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.required_acls import RequiredAcl, required_acls
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import retrying_passing_errors
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.topics.required_acls import RequiredAcl, required_acls
 from tests.integration.harness import FAST_SETTINGS
 
 PRINCIPAL = f"User:{MIRROR_USER}"

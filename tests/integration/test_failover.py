@@ -12,7 +12,6 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
-from connectors.mirror_sink_config import MirrorSinkConfig
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
     ProduceSpec,
@@ -24,6 +23,7 @@ from devkafka.data import (
     read_all,
     rec_from_message,
 )
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
 from mirror_sink.core.partitions import TargetPartition

@@ -31,7 +31,7 @@ USERS = {"alice": "alice-pw", "bob": "bob-pw"}  # alice is the admin
 def passwd(file: Path, user: str, password: str) -> None:
     """``mirror-sink passwd FILE USER``, the password on stdin as a script would feed it."""
     subprocess.run(
-        [sys.executable, "-m", "mirror_sink.cli", "passwd", str(file), user],
+        [sys.executable, "-m", "api.cli", "passwd", str(file), user],
         input=f"{password}\n",
         text=True,
         check=True,

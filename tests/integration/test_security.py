@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.required_acls import verify_and_drill_acls
 from devkafka.data import Rec, committed_offsets, create_topic, produce, read_all
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.topics.required_acls import verify_and_drill_acls
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     FAST_SETTINGS,

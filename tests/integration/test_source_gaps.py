@@ -16,13 +16,13 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from connectors.source_continuity import stored_topic_id
 from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
 from devkafka.data import Rec, committed_offsets, delete_records, produce, read_all, recreate_topic, topic_id
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.skipped_ranges import gaps_topic
+from mirror_sink.task.source_continuity import stored_topic_id
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     MirrorProcess,

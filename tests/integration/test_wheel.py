@@ -74,7 +74,7 @@ def test_a_wheel_mirrors_without_the_checkout_or_devkafka(
     name, topic = unique("wheel"), unique("wheel-orders")
     mirror = WheelMirror(mirror_config(name, source, target, topic), tmp_path / "run", unpacked)
     imported = subprocess.run(
-        [*mirror.python, "-c", "import mirror_sink, mirror_sink.cli.main, api.server; print(mirror_sink.__file__)"],
+        [*mirror.python, "-c", "import mirror_sink, api.cli.main, api.server; print(mirror_sink.__file__)"],
         env={"PYTHONPATH": mirror.env["PYTHONPATH"]},
         cwd=mirror.cwd,
         capture_output=True,

@@ -19,10 +19,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from connectors.acl_sync import ANY_TOPIC_ACL, TopicAclSync, target_acl_bindings
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.required_acls import RequiredAcl, required_acls
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.authorization import principal_of
+from mirror_sink.topics.acl_sync import ANY_TOPIC_ACL, TopicAclSync, target_acl_bindings
+from mirror_sink.topics.required_acls import RequiredAcl, required_acls
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 Op = AclOperation

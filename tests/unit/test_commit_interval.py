@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.cycle import commit_interval_s
+from mirror_sink.task.cycle import commit_interval_s
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy, TopicRecreationPolicy
+from mirror_sink.config.mirror_sink_config import (
+    MirrorSinkConfig,
+    OffsetFallback,
+    OffsetGapPolicy,
+    TopicRecreationPolicy,
+)
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 from mirror_sink.core.secrets import MASK

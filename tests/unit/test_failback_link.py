@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import FailbackReplicationPolicy, IdentityReplicationPolicy
 from mirror_sink.failover.failback_link import reverse_config

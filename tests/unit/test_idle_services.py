@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync, SyncRun
 from mirror_sink.core.partitions import TargetPartition

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from connectors.topic_provisioner import leader_ids, split_by_leader
+from mirror_sink.topics.topic_provisioner import leader_ids, split_by_leader
 
 pytestmark = pytest.mark.unit
 
@@ -59,7 +59,7 @@ def test_nothing_led_sends_no_list_offsets() -> None:
 def test_topics_are_created_in_requests_a_kraft_controller_accepts() -> None:
     """A controller refuses a request of more than 10,000 metadata records ("excessively large batch
     operation"), as 100 topics of 100 partitions in one CreateTopics were."""
-    from connectors.topic_provisioner import by_partitions
+    from mirror_sink.topics.topic_provisioner import by_partitions
 
     sizes = [100] * 100
     batches = list(by_partitions(sizes, lambda n: n))

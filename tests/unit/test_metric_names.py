@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.mirror_sink_config import KEY_DOCS, MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import KEY_DOCS, MirrorSinkConfig
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.metric_names import (
     MM2,

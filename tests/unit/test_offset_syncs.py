@@ -142,7 +142,7 @@ def test_a_remirror_replaces_what_it_overlaps() -> None:
 
 
 def test_group_filter_has_mm2s_defaults() -> None:
-    from connectors.mirror_sink_config import MirrorSinkConfig
+    from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 
     cfg = MirrorSinkConfig.parse(
         {"name": "m", "source.cluster.bootstrap.servers": "a:1", "target.cluster.bootstrap.servers": "b:1"}
@@ -278,7 +278,7 @@ def test_a_transaction_with_many_runs_is_split_into_consecutive_syncs() -> None:
 def test_failover_never_selects_the_mirrors_own_groups() -> None:
     import re
 
-    from connectors.mirror_sink_config import MirrorSinkConfig
+    from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
     from mirror_sink.failover.failover import Failover
 
     cfg = MirrorSinkConfig.parse(

@@ -22,10 +22,10 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from fastapi import FastAPI
 from pydantic import ValidationError
 
+from api.cli.main import main as cli
 from api.rest_credentials import BasicAuthenticator, parse_credentials, set_password
 from api.security import ListenerApp
 from api.tls import server_context
-from mirror_sink.cli.main import main as cli
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.worker.worker_config import Listener, WorkerConfig
 

@@ -7,7 +7,9 @@ import json
 import pytest
 from confluent_kafka import Uuid
 
-from connectors.source_continuity import (
+from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.task.source_continuity import (
     SourceDiscontinuity,
     StoredOffset,
     check_continuity,
@@ -16,8 +18,6 @@ from connectors.source_continuity import (
     stored_leader_epoch,
     stored_topic_id,
 )
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
 OLD, NEW = "AAAAAAdbzRUAAAAAOt5osQ", "BBBBBAdbzRUAAAAAOt5osQ"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.topic_provisioner import TopicProvisioner
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.topics.source_discovery import SourceDiscovery
 
 
 class _Listing:
@@ -35,10 +35,10 @@ def test_a_topic_that_came_from_the_target_is_left_out_with_one_info_line(caplog
         }
     )
     listing = _Listing({"orders": 2, "us-east.orders": 2})
-    provisioner = TopicProvisioner(cfg, listing, listing)  # type: ignore[arg-type]
+    discovery = SourceDiscovery(cfg, listing)  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO):
-        first = provisioner.discover()
-        again = provisioner.discover()
+        first = discovery.discover()
+        again = discovery.discover()
     assert list(first) == list(again) == ["us-west.orders"]
     told = [r.getMessage() for r in caplog.records if "us-east.orders" in r.getMessage()]
     assert told == [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer
 
-from connectors.mirror_sink_config import MirrorMode, MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorMode, MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import ClientIdentity
 from mirror_sink.core.data_path import DataPath

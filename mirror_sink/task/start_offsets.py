@@ -16,14 +16,11 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connectors.mirror_sink_config import MirrorSinkConfig, OffsetFallback, OffsetGapPolicy, TopicRecreationPolicy
-from connectors.source_continuity import (
-    Crossings,
-    StoredOffset,
-    check_continuity,
-    source_topic_ids,
-    stored_leader_epoch,
-    stored_topic_id,
+from mirror_sink.config.mirror_sink_config import (
+    MirrorSinkConfig,
+    OffsetFallback,
+    OffsetGapPolicy,
+    TopicRecreationPolicy,
 )
 from mirror_sink.core import clients
 from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
@@ -32,6 +29,14 @@ from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_of
 from mirror_sink.core.retry import retry_call
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.core.stable_offsets import read_stable_commits, read_stable_offsets
+from mirror_sink.task.source_continuity import (
+    Crossings,
+    StoredOffset,
+    check_continuity,
+    source_topic_ids,
+    stored_leader_epoch,
+    stored_topic_id,
+)
 
 #: How long a source partition's offsets may stay unreadable (a partition added moments ago).
 _WATERMARK_DEADLINE_S = 30.0

@@ -12,15 +12,15 @@ from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from connectors.source_continuity import Crossings, StoredOffset, commit_metadata
-from connectors.start_offsets import StartOffsetResolver
-from connectors.takeover_fence import TakeoverFence
-from connectors.task_run import TaskRun
-from connectors.topic_provisioner import TopicMapping
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
 from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.task.source_continuity import Crossings, StoredOffset, commit_metadata
+from mirror_sink.task.start_offsets import StartOffsetResolver
+from mirror_sink.task.takeover_fence import TakeoverFence
+from mirror_sink.task.task_run import TaskRun
+from mirror_sink.topics.source_discovery import TopicMapping
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
 

@@ -6,13 +6,13 @@ import argparse
 import logging
 from pathlib import Path
 
-from connectors.mirror_sink_config import MirrorSinkConfig
-from connectors.required_acls import required_acls, verify_and_drill_acls
-from connectors.topic_provisioner import TopicProvisioner
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import principal_of
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.topics.required_acls import required_acls, verify_and_drill_acls
+from mirror_sink.topics.source_discovery import SourceDiscovery
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         try:
             admin = clients.admin(config.source_admin(), f"{config.name}-acls")
-            target = clients.admin(config.target_admin(), f"{config.name}-acls")
-            topics = sorted(m.source_topic for m in TopicProvisioner(config, admin, target).discover().values())
+            topics = sorted(m.source_topic for m in SourceDiscovery(config, admin).discover().values())
         except TaskFailure as exc:
             log.error("cannot list the source topics (give them with --topics): %s", exc)
             return 1

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mirror_sink.core import plugins
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.metric_names import (
     DEFAULT_METRIC_NAMES_FORMATS,
@@ -45,8 +46,15 @@ from mirror_sink.raw.capabilities import unsupported
 
 log = logging.getLogger(__name__)
 
+#: The connector this config describes, as ``connector.class`` names it by default; its other names
+#: (MM2's Java class name) come from the plugin registry.
 CONNECTOR_CLASS = "MirrorSinkConnector"
-CONNECTOR_CLASS_ALIASES = frozenset({CONNECTOR_CLASS, "org.apache.kafka.connect.mirror.MirrorSinkConnector"})
+
+
+def connector_class_aliases() -> frozenset[str]:
+    """Every ``connector.class`` value that names the MirrorSinkConnector (``core.plugins``)."""
+    return plugins.aliases_of(CONNECTOR_CLASS) or frozenset({CONNECTOR_CLASS})
+
 
 ClientProps = dict[str, str]
 _CLUSTER_PREFIXES = ("source.cluster.", "target.cluster.")
@@ -162,7 +170,7 @@ class MirrorSinkConfig(BaseModel):
     @field_validator("connector_class")
     @classmethod
     def _known_class(cls, value: str) -> str:
-        if value not in CONNECTOR_CLASS_ALIASES:
+        if value not in connector_class_aliases():
             raise ValueError(f"unknown connector class {value!r}; this worker runs {CONNECTOR_CLASS}")
         return value
 

@@ -45,7 +45,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.authorization import principal_of
 from mirror_sink.core.logs import Log
 from mirror_sink.core.replication_policy import is_cycle

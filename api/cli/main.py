@@ -6,16 +6,16 @@ import argparse
 import sys
 from typing import TypeAlias
 
+from api.cli import acls as acls_cli
+from api.cli import drill as drill_cli
+from api.cli import failback as failback_cli
+from api.cli import failover as failover_cli
+from api.cli import passwd as passwd_cli
+from api.cli import spark as spark_cli
+from api.cli import standalone
+from api.cli import verify as verify_cli
+from api.cli import worker as worker_cli
 from mirror_sink import __version__
-from mirror_sink.cli import acls as acls_cli
-from mirror_sink.cli import drill as drill_cli
-from mirror_sink.cli import failback as failback_cli
-from mirror_sink.cli import failover as failover_cli
-from mirror_sink.cli import passwd as passwd_cli
-from mirror_sink.cli import spark as spark_cli
-from mirror_sink.cli import standalone
-from mirror_sink.cli import verify as verify_cli
-from mirror_sink.cli import worker as worker_cli
 from mirror_sink.core.allocator import tune_malloc
 from mirror_sink.core.logs import configure_logging
 

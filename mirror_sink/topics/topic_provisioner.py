@@ -8,10 +8,8 @@ topic needs at least the source's partition count before its partitions can be m
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
@@ -26,12 +24,12 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.replication_policy import is_cycle, returns_home
+from mirror_sink.topics.source_discovery import SourceDiscovery, TopicMapping, list_topics
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +59,6 @@ _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
 _LEADER_ATTEMPT_S = 3.0
 #: How often a long wait for new partitions' leaders says so.
 _LEADER_PROGRESS_S = 5.0
-#: A ``topics`` entry that can only be one topic's name (no regex beyond the dot in names).
-_LITERAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
-
-
-@dataclass(frozen=True)
-class TopicMapping:
-    """One mirrored topic: its source name and partition count, and its target name."""
-
-    source_topic: str
-    target_topic: str
-    source_partitions: int
 
 
 def leader_ids(description: TopicDescription) -> dict[int, int]:
@@ -125,28 +112,16 @@ def _unknown_topic(exc: KafkaException) -> bool:
 
 
 class TopicProvisioner:
-    """Discovers the source topics to mirror and reconciles their target topics."""
+    """Reconciles the target topics of the source topics ``SourceDiscovery`` finds: creates them, adds
+    partitions, syncs their configs, and creates the connector's internal topics."""
 
     def __init__(self, config: MirrorSinkConfig, source_admin: AdminClient, target_admin: AdminClient) -> None:
         self.config = config
         self.source_admin = source_admin
         self.target_admin = target_admin
-        self.topic_filter = config.topic_filter()
-        self.policy = config.replication_policy()
-        self.timeout_s = 30.0
+        self.discovery = SourceDiscovery(config, source_admin)
+        self.timeout_s = self.discovery.timeout_s
         self._checked: set[str] = set()
-        self._cycles_told: set[str] = set()
-
-    def _list(self, admin: AdminClient, cluster: str, bootstrap: str) -> dict[str, int]:
-        try:
-            md = admin.list_topics(timeout=self.timeout_s)
-        except KafkaException as exc:
-            raise TaskFailure(f"{cluster} cluster at {bootstrap} did not answer a metadata request: {exc}") from exc
-        out = {}
-        for name, topic in md.topics.items():
-            if topic.error is None:
-                out[name] = len(topic.partitions)
-        return out
 
     def _denied(
         self, exc: KafkaException, cluster: str, operation: str, names: Iterable[str], implied_by: str | None = None
@@ -156,49 +131,6 @@ class TopicProvisioner:
         code = err.code() if isinstance(err, KafkaError) else -1
         props = self.config.source_admin() if cluster == "source" else self.config.target_admin()
         return denial(code, cluster, props, operation, names, implied_by=implied_by)
-
-    def _check_hidden(self, visible: dict[str, int]) -> None:
-        """Fail when a topic named literally in ``topics`` is hidden by a missing ACL, not just absent.
-
-        A principal without DESCRIBE on a topic does not see it in metadata listings, which would
-        otherwise look like a topic not created yet: the mirror would run and copy nothing.
-        """
-        named = [t.strip() for t in self.config.topics.split(",")]
-        hidden = [t for t in named if _LITERAL_NAME.fullmatch(t) and t not in visible and self.topic_filter.accepts(t)]
-        if not hidden:
-            return
-        for topic, future in self.source_admin.describe_topics(TopicCollection(hidden)).items():
-            try:
-                future.result(self.timeout_s)
-            except KafkaException as exc:
-                denied = self._denied(exc, "source", "DESCRIBE", [topic], implied_by="READ")
-                if denied is not None:
-                    raise denied from exc
-
-    def discover(self) -> dict[str, TopicMapping]:
-        """The source topics that pass the filter, keyed by target topic name."""
-        source = self._list(self.source_admin, "source", self.config.source_bootstrap)
-        self._check_hidden(source)
-        mappings: dict[str, TopicMapping] = {}
-        for topic, partitions in sorted(source.items()):
-            if not self.topic_filter.accepts(topic):
-                continue
-            if is_cycle(self.policy, topic, self.config.target_alias) and not returns_home(self.policy, topic):
-                if topic not in self._cycles_told:  # said once per topic, not at every refresh
-                    self._cycles_told.add(topic)
-                    log.info(
-                        "not mirroring %s: it came from the target cluster %r (a cycle; MirrorMaker 2's isCycle)",
-                        topic,
-                        self.config.target_alias,
-                    )
-                continue
-            target = self.policy.format_remote_topic(self.config.source_alias, topic)
-            if target in mappings:
-                raise TaskFailure(
-                    f"source topics {mappings[target].source_topic!r} and {topic!r} both map to {target!r}"
-                )
-            mappings[target] = TopicMapping(topic, target, partitions)
-        return mappings
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         if not topics:
@@ -221,8 +153,8 @@ class TopicProvisioner:
 
     def reconcile(self) -> dict[str, TopicMapping]:
         """Create missing target topics, add missing partitions, sync configs; return the mappings."""
-        mappings = self.discover()
-        existing = self._list(self.target_admin, "target", self.config.target_bootstrap)
+        mappings = self.discovery.discover()
+        existing = list_topics(self.target_admin, "target", self.config.target_bootstrap, self.timeout_s)
         sync = self.config.sync_topic_configs_enabled
         to_describe = [m.source_topic for m in mappings.values() if sync or m.target_topic not in existing]
         configs = self._source_configs(to_describe)

@@ -27,16 +27,16 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from connectors.mirror_sink_config import MirrorMode, TransactionBoundary
-from connectors.ownership import Ownership
-from connectors.task_metrics import TaskMetrics
-from connectors.task_run import TaskRun
-from connectors.topic_provisioner import TopicMapping
+from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
 from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.skipped_ranges import AuditRecord, Recreation, SkippedRange
+from mirror_sink.task.ownership import Ownership
+from mirror_sink.task.task_metrics import TaskMetrics
+from mirror_sink.task.task_run import TaskRun
+from mirror_sink.topics.source_discovery import TopicMapping
 
 _PROGRESS_INTERVAL_S = 30.0
 #: While a backlog is copied, a transaction lasts this many times the last wait for its

@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.failover.failback import Failback

@@ -11,15 +11,20 @@ from contextlib import ExitStack
 
 from confluent_kafka import Consumer
 
-from connectors.data_paths import open_data_path
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.data_path import Committer
 from mirror_sink.core.logs import Log
 from mirror_sink.core.preflight import check_cluster
+from mirror_sink.task.data_paths import open_data_path
 
 _CLOSE_LIMIT_S = 30.0
+
+
+def task_slot(connector: str, worker_id: str, task_id: int) -> str:
+    """The stable identity of a task slot: its transactional.id (a restart fences its predecessor)."""
+    return f"{connector}-{worker_id}-{task_id}"
 
 
 class TaskRun:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from connectors.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.drills import DRILL_GROUP_PREFIX, drills_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic
