@@ -14,6 +14,7 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, TopicPartition
 
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -39,7 +40,7 @@ class Committer(Protocol):
         self,
         offsets: list[TopicPartition],
         member: Consumer,
-        metadata: object,
+        metadata: GroupMetadata,
         spans: Sequence[SyncSpan] = (),
         audit: Sequence[AuditRecord] = (),
     ) -> None:
@@ -90,10 +91,12 @@ class DataPath(Protocol):
     def assign(
         self,
         starts: Mapping[SourcePartition, int],
+        targets: Mapping[SourcePartition, TargetPartition],
         topic_ids: Mapping[str, str] | None = None,
         leader_epochs: Mapping[SourcePartition, int] | None = None,
     ) -> None:
-        """Start reading these partitions at these offsets; ``topic_ids``: the id of each topic the
+        """Start reading these partitions at these offsets, writing each to its partition in
+        ``targets`` (which holds every partition of ``starts``); ``topic_ids``: the id of each topic the
         offsets belong to (Kafka's printed form), where the path can ask by id; ``leader_epochs``:
         the source leader epoch of the record before each offset, where known, so that the source
         says whether its log still agrees (KIP-320)."""
@@ -111,8 +114,9 @@ class DataPath(Protocol):
         """Copy nothing at or past these offsets, and let positions go no further (a planned range's
         end: Spark's). A batch that crosses an end is re-encoded without its records past it."""
 
-    def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
-        """Move what is available (waiting up to ``wait_s`` for data) into the open cycle.
+    def copy(self, wait_s: float) -> Copied:
+        """Move what is available (waiting up to ``wait_s`` for data) into the open cycle, each
+        partition to the target partition it was assigned with.
 
         Calls ``committer.begin()`` before the cycle's first write; raises AbortCycle when the
         cycle's work is void.

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.offset_syncs import CycleOffsets, SyncSpan, offset_syncs
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.skipped_ranges import AuditRecord
@@ -67,7 +68,7 @@ class RawCommitter:
         self,
         offsets: list[TopicPartition],
         member: Consumer,
-        metadata: object,
+        metadata: GroupMetadata,
         spans: Sequence[SyncSpan] = (),
         audit: Sequence[AuditRecord] = (),
     ) -> None:

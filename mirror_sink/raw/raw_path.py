@@ -126,7 +126,7 @@ class RawPath:
         self._epoch: dict[SourcePartition, int] = {}
         #: Planned range ends (``stop_at``): nothing at or past them is copied.
         self._stops: dict[SourcePartition, int] = {}
-        #: Each read partition's target, built once: ``_take`` looks it up for every partition on every call.
+        #: Each read partition's target, given with its assignment.
         self._target: dict[SourcePartition, TargetPartition] = {}
         self.forwarded = 0
         #: Bytes of the batches forwarded as they are (for the batch-size advice).
@@ -141,17 +141,20 @@ class RawPath:
     def assign(
         self,
         starts: Mapping[SourcePartition, int],
+        targets: Mapping[SourcePartition, TargetPartition],
         topic_ids: Mapping[str, str] | None = None,
         leader_epochs: Mapping[SourcePartition, int] | None = None,
     ) -> None:
-        """Fetch these partitions from these offsets, by the topic ids given (Fetch v13+): a topic
-        created again under its name is then never read at the old topic's offsets; with the leader
-        epochs given, a log truncated meanwhile is reported by the source (KIP-320)."""
+        """Fetch these partitions from these offsets for their ``targets``, by the topic ids given
+        (Fetch v13+): a topic created again under its name is then never read at the old topic's
+        offsets; with the leader epochs given, a log truncated meanwhile is reported by the source
+        (KIP-320)."""
         ids = {topic: as_uuid(text) for topic, text in (topic_ids or {}).items()}
         self.fetcher.assign(starts, ids, leader_epochs)
         self._position.update(starts)
         for tp in starts:
             self._epoch.pop(tp, None)
+            self._target[tp] = targets[tp]
         self.fetcher.wire.wakeup()  # fetch them now, not at the fetch thread's next look
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
@@ -186,7 +189,7 @@ class RawPath:
         """The leader epoch of the last batch put in the cycle, per partition since its (re)start."""
         return dict(self._epoch)
 
-    def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
+    def copy(self, wait_s: float) -> Copied:
         """Hand the fetched batches to the producer, send, and account acknowledgements.
 
         Waits up to ``wait_s`` when there was nothing to take; an acknowledgement or news from the
@@ -194,7 +197,7 @@ class RawPath:
         """
         self.fetching.check()
         self._woken = False  # before taking: data queued after this point wakes the next wait
-        copied, took = self._take(target_of)
+        copied, took = self._take()
         self.producer.pump()
         self.producer.wire.poll(0 if took else wait_s)
         self.producer.reap()
@@ -270,15 +273,13 @@ class RawPath:
             self._woken = True
             self.producer.wire.wakeup()
 
-    def _take(self, target_of: Mapping[str, str]) -> tuple[Copied, bool]:
+    def _take(self) -> tuple[Copied, bool]:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds);
         what they add, and whether there were any."""
         plan: list[tuple[SourcePartition, TargetPartition, Fetched]] = []
         planned_bytes = 0
         for tp in self.fetcher.ready():
-            target_tp = self._target.get(tp)
-            if target_tp is None or target_tp.topic != target_of[tp.topic]:  # new, or its mapping changed
-                target_tp = self._target[tp] = TargetPartition(target_of[tp.topic], tp.partition)
+            target_tp = self._target[tp]
             room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
             stop = self._stops.get(tp)
             while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp)) is not None:

@@ -13,7 +13,6 @@ retry can fix a TaskFailure.
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,6 +31,7 @@ from mirror_sink.core.authorization import AUTHORIZATION_ERRORS
 from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.error_codes import COORDINATOR_MOVED, FENCED, NOT_OWNER, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.retry import TryAgain, retry_or_give_up
 from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
@@ -48,20 +48,6 @@ def _as_librdkafka_writes(metadata: str | None) -> str:
     + 1). confluent-kafka reads metadata back as a C string: one committed here without the NUL was
     read past its end, into heap bytes that were not UTF-8, and the task failed on the decode."""
     return f"{metadata}\0" if metadata else ""
-
-
-def parse_group_metadata(metadata: bytes) -> tuple[int, str, str | None]:
-    """(generation, member id, group instance id) from librdkafka's consumer_group_metadata().
-
-    Its serialized form is ``b"CGMDv2:"``, the generation as a host-order int32, then the group
-    id, member id and (unless a null flag is set) the group instance id, each NUL-terminated.
-    """
-    if not metadata.startswith(b"CGMDv2:"):
-        raise TaskFailure(f"unknown consumer group metadata format {metadata[:8]!r} from librdkafka")
-    (generation,) = struct.unpack_from("=i", metadata, 7)
-    _group, member, rest = metadata[11:].split(b"\0", 2)
-    instance = None if rest[:1] != b"\0" else rest[1:].split(b"\0", 1)[0].decode()
-    return generation, member.decode(), instance
 
 
 def _first_error(codes: Iterable[int], besides: int | None = None) -> int:
@@ -178,18 +164,18 @@ class TransactionClient:
         if first:
             self.marker_wait_s = time.monotonic() - started
 
-    def send_offsets(self, offsets: list[TopicPartition], metadata: object) -> None:
+    def send_offsets(self, offsets: list[TopicPartition], metadata: GroupMetadata) -> None:
         """Put the shadow group's next ``offsets`` in the transaction, fenced by ``metadata``'s generation.
 
         In requests of at most ``OFFSETS_PER_REQUEST`` partitions: the group coordinator appends each
         request's offsets as one batch to __consumer_offsets, and refuses a batch over its 1 MB limit
         (UNKNOWN_SERVER_ERROR; 10,000 partitions made 1.2 MB). The transaction makes them one commit.
         """
-        generation, member_id, instance_id = parse_group_metadata(metadata)  # type: ignore[arg-type]
         if not self.offsets_added:
             self._add_offsets()
         for start in range(0, len(offsets), OFFSETS_PER_REQUEST):
-            self._commit_offsets(offsets[start : start + OFFSETS_PER_REQUEST], generation, member_id, instance_id)
+            part = offsets[start : start + OFFSETS_PER_REQUEST]
+            self._commit_offsets(part, metadata.generation, metadata.member_id, metadata.instance_id)
 
     def _commit_offsets(
         self, offsets: list[TopicPartition], generation: int, member_id: str, instance_id: str | None

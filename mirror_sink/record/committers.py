@@ -24,6 +24,7 @@ from mirror_sink.core.clients import classify, is_fatal
 from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.retry import retry_call
@@ -245,7 +246,7 @@ class TransactionalCommitter(_CommitterBase):
         self,
         offsets: list[TopicPartition],
         member: Consumer,
-        metadata: object,
+        metadata: GroupMetadata,
         spans: Sequence[SyncSpan] = (),
         audit: Sequence[AuditRecord] = (),
     ) -> None:
@@ -263,7 +264,7 @@ class TransactionalCommitter(_CommitterBase):
             part = offsets[start : start + OFFSETS_PER_REQUEST]
             _call(
                 "send_offsets_to_transaction",
-                functools.partial(self.producer.send_offsets_to_transaction, part, metadata, self.timeout_s),
+                functools.partial(self.producer.send_offsets_to_transaction, part, metadata.opaque, self.timeout_s),
                 self.timeout_s,
                 self._refused,
             )
@@ -346,7 +347,7 @@ class AtLeastOnceCommitter(_CommitterBase):
         self,
         offsets: list[TopicPartition],
         member: Consumer,
-        metadata: object,
+        metadata: GroupMetadata,
         spans: Sequence[SyncSpan] = (),
         audit: Sequence[AuditRecord] = (),
     ) -> None:

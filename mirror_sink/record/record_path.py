@@ -57,16 +57,22 @@ class RecordPath:
         self._drained = False
         #: Planned range ends (``stop_at``): nothing at or past them is copied.
         self._stops: dict[SourcePartition, int] = {}
+        #: Source topic -> target topic of the partitions assigned (records keep their partition number).
+        self._target_topic: dict[str, str] = {}
 
     def assign(
         self,
         starts: Mapping[SourcePartition, int],
+        targets: Mapping[SourcePartition, TargetPartition],
         topic_ids: Mapping[str, str] | None = None,
         leader_epochs: Mapping[SourcePartition, int] | None = None,
     ) -> None:
-        """incremental_assign at the given offsets (librdkafka asks by name: ``topic_ids`` is not
-        used). With a leader epoch, librdkafka validates the offset against the source's log first
-        (KIP-320) and reports a truncation instead of reading on."""
+        """incremental_assign at the given offsets, each partition written to its partition in
+        ``targets`` (librdkafka asks by name: ``topic_ids`` is not used). With a leader epoch,
+        librdkafka validates the offset against the source's log first (KIP-320) and reports a
+        truncation instead of reading on."""
+        for tp in starts:
+            self._target_topic[tp.topic] = targets[tp].topic  # the same partition number (1:1)
         epochs = leader_epochs or {}
         assign_validated(
             self.source, [TopicPartition(*tp, o, leader_epoch=epochs.get(tp, -1)) for tp, o in starts.items()]
@@ -87,9 +93,12 @@ class RecordPath:
         self._rewound.update(offsets)
         self.copier.stats = {}
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in offsets])
-        self.assign(offsets, leader_epochs=leader_epochs)
+        epochs = leader_epochs or {}
+        assign_validated(
+            self.source, [TopicPartition(*tp, o, leader_epoch=epochs.get(tp, -1)) for tp, o in offsets.items()]
+        )
 
-    def copy(self, wait_s: float, target_of: Mapping[str, str]) -> Copied:
+    def copy(self, wait_s: float) -> Copied:
         """Consume up to a batch of records and produce them."""
         messages = self.source.consume(_CONSUME_BATCH, wait_s)
         self._drained = len(messages) < _CONSUME_BATCH
@@ -99,7 +108,7 @@ class RecordPath:
         if not good:
             return Copied()
         self.committer.begin()
-        produced = self.copier.copy(good, target_of)
+        produced = self.copier.copy(good, self._target_topic)
         if self._rewound:
             self._rewound.difference_update({(m.topic(), m.partition()) for m in good})
         return Copied(len(good), produced)

@@ -23,6 +23,7 @@ from mirror_sink.core import clients
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -123,19 +124,18 @@ def _copy(
 ) -> int:
     """Copy [begin, end) in transactions bounded like the worker's (time and bytes), each committing
     how far it got, so a large range makes progress that a retry keeps."""
-    group_metadata = shadow.consumer_group_metadata()
+    group_metadata = GroupMetadata.of(shadow)
     interval_s = config.transaction_interval_ms / 1000
     stall_limit_s = config.transaction_timeout_ms / 1000
-    target_of = {source.topic: target.topic}
     syncs = config.offset_syncs_partition is not None
     path.stop_at({source: end})
-    path.assign({source: begin})
+    path.assign({source: begin}, {source: target})
     copied, done, last_progress = 0, begin, time.monotonic()
     while done < end:
         cycle_bytes, cycle_end = 0, Deadline(interval_s)
         position = done
         while position < end and cycle_bytes < config.transaction_max_bytes and not cycle_end.passed:
-            step = path.copy(0.1, target_of)
+            step = path.copy(0.1)
             copied += step.records
             cycle_bytes += step.bytes
             moved = path.positions({source: position})[source]

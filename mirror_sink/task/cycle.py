@@ -193,7 +193,7 @@ class Cycle:
     def _copy(self, wait_s: float) -> Copied | None:
         """Move what the source has into the open cycle; None when the cycle had to be aborted."""
         try:
-            return self.path.copy(wait_s, self.ownership.target_of)
+            return self.path.copy(wait_s)
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))
         except SourceOffsetOutOfRange as exc:
@@ -210,6 +210,8 @@ class Cycle:
                 raise TaskFailure("internal error: records produced but no source offset advanced")
             return
         own = self.ownership
+        if own.metadata is None:  # the loop serves the group before the first copy
+            raise TaskFailure("internal error: a commit before the shadow group was served")
         if self._confirm_topic_ids:
             crossings = own.confirm_topic_ids(offsets)
             if crossings:

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
 from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.task.source_continuity import Crossings, StoredOffset, commit_metadata
@@ -35,8 +36,6 @@ class Ownership:
             run.config, shadow=run.member, source=run.source, client_id=run.slot, log=run.log
         )
         self.mappings: dict[str, TopicMapping] = dict(mappings)
-        #: Source topic -> target topic, as the data paths map each record.
-        self.target_of: dict[str, str] = {m.source_topic: m.target_topic for m in self.mappings.values()}
         self.owned: set[TargetPartition] = set()
         #: Source partitions read now, each with the target partition it is mirrored to.
         self.reading: dict[SourcePartition, TargetPartition] = {}
@@ -59,7 +58,7 @@ class Ownership:
         #: beside every offset, so a topic created again under the same name is known by its new id.
         self.topic_ids: dict[str, str] = {}
         #: The member's group metadata when ownership was last confirmed: it fences the next commit.
-        self.metadata: object = None
+        self.metadata: GroupMetadata | None = None
         self._callback_error: Exception | None = None
         cfg = run.config
         #: Aborts what a dead or frozen slot left open on partitions this task is assigned (exactly once only).
@@ -90,7 +89,6 @@ class Ownership:
             return
         resubscribe = set(mappings) != set(self.mappings)
         self.mappings = dict(mappings)
-        self.target_of = {m.source_topic: m.target_topic for m in self.mappings.values()}
         if resubscribe:
             self.subscribe()
         self._sync_reading()
@@ -98,7 +96,7 @@ class Ownership:
     def serve(self) -> None:
         """Serve the group between cycles, then note the generation that owns the next cycle's reads."""
         self.poll(0)
-        self.metadata = self.run.member.consumer_group_metadata()
+        self.metadata = GroupMetadata.of(self.run.member)
 
     def poll(self, timeout: float) -> None:
         """Poll the member: rebalance callbacks run here, and a callback's failure is raised here."""
@@ -217,7 +215,7 @@ class Ownership:
             start = crossings.start(tp, 0)
             self.topic_ids[tp.topic] = event.new_topic_id
             self.run.path.unassign([tp])
-            self.run.path.assign({tp: start}, {tp.topic: event.new_topic_id})
+            self.run.path.assign({tp: start}, {tp: self.reading[tp]}, {tp.topic: event.new_topic_id})
             self.committed[tp] = start
             self.leader_epochs.pop(tp, None)
             self._continue(event)
@@ -275,7 +273,7 @@ class Ownership:
             return
         starts = self.resolver.resolve({target: source for source, target in added.items()})
         self.topic_ids.update(starts.topic_ids)
-        self.run.path.assign(starts.offsets, starts.topic_ids, starts.leader_epochs)
+        self.run.path.assign(starts.offsets, added, starts.topic_ids, starts.leader_epochs)
         self.reading.update(added)
         self.committed.update(starts.offsets)
         self.leader_epochs.update(starts.leader_epochs)

@@ -14,6 +14,7 @@ from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.group_metadata import parse_group_metadata
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.raw.batches import (
     CONTROL,
@@ -37,7 +38,6 @@ from mirror_sink.raw.fetcher import RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
 from mirror_sink.raw.reencode import reencode
-from mirror_sink.raw.transactions import parse_group_metadata
 
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
 

@@ -15,6 +15,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata, parse_group_metadata
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.raw.batches import parse_header
 from mirror_sink.raw.committer import RawCommitter
@@ -25,7 +26,8 @@ from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import NodeId
 
 #: librdkafka's group metadata for generation 3, member "m-1", no group instance id.
-METADATA = b"CGMDv2:" + struct.pack("=i", 3) + b"shadow\0m-1\0\x01"
+LIBRDKAFKA_METADATA = b"CGMDv2:" + struct.pack("=i", 3) + b"shadow\0m-1\0\x01"
+METADATA = GroupMetadata(*parse_group_metadata(LIBRDKAFKA_METADATA), LIBRDKAFKA_METADATA)
 T0 = TargetPartition("orders.copy", 0)
 T1 = TargetPartition("orders.copy", 1)
 

@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.offset_syncs import SyncSpan
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.record.committers import DeliveryTracker, TransactionalCommitter
@@ -93,5 +94,6 @@ def test_offsets_go_to_the_transaction_in_parts_the_offsets_topic_accepts() -> N
     producer = _CountingProducer()
     committer = TransactionalCommitter(producer, DeliveryTracker(track_offsets=False), 5.0)  # type: ignore[arg-type]
     offsets = [TopicPartition("t", p, 1) for p in range(2 * OFFSETS_PER_REQUEST + 500)]
-    committer.commit(offsets, member=None, metadata=None)  # type: ignore[arg-type]
+    metadata = GroupMetadata(3, "m-1", None, b"librdkafka's form")
+    committer.commit(offsets, member=None, metadata=metadata)  # type: ignore[arg-type]
     assert producer.parts == [OFFSETS_PER_REQUEST, OFFSETS_PER_REQUEST, 500]
