@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.machine_cpu import BusyTimeline, ProcessCpu
+from bench.common.cpu import BusyTimeline, ProcessCpu
 from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
 from mirror_sink.core.partitions import TargetPartition

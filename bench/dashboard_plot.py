@@ -1,6 +1,6 @@
 """The Grafana dashboard's main panels, drawn from a real worker's /metrics under a steady load and a pause.
 
-    .venv/bin/python -m bench.dashboard_plot                 # local clusters; writes docs/dashboard-panels.png
+    .venv/bin/python -m bench.dashboard_plot                 # local clusters; writes docs/data/dashboard-panels.png
     .venv/bin/python -m bench.dashboard_plot --out /tmp/panels.png --run-s 20 --pause-s 10 --after-s 20
 
 Starts the two local development clusters and a REST worker (``mirror-sink worker``), creates a
@@ -40,12 +40,12 @@ import httpx
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.common.paths import DOCS, data_dir
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import create_topic
 from devkafka.pair import DevClusters
 
-ROOT = Path(__file__).resolve().parent.parent
 MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
 CONNECTOR = "dash-mirror"
 SOURCE_ALIAS = "east"
@@ -585,7 +585,7 @@ def run_load(args: argparse.Namespace, src: str, tgt: str, workdir: Path) -> Run
 def main() -> int:
     """Parse arguments, bring up clusters, run, plot, summarize, clean up."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "dashboard-panels.png")
+    parser.add_argument("--out", type=Path, default=data_dir(DOCS) / "dashboard-panels.png")
     parser.add_argument("--workdir", type=Path, help="worker log and data, clusters (default: a temporary dir)")
     parser.add_argument("--rate", type=int, default=3000, help="records per second produced")
     parser.add_argument("--record-bytes", type=int, default=500)

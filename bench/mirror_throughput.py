@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import random
 import re
 import subprocess
@@ -25,10 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import psutil
 from confluent_kafka import Producer
 
-from bench.machine_cpu import BusyTimeline, ProcessTree
+from bench.common.cpu import BusyTimeline, ProcessTree
+from bench.common.machine import cores_and_memory
 from devkafka.backends import reap_with_this_process
 from devkafka.data import Address, client_settings, committed_offsets, create_topic, end_offsets
 from devkafka.pair import DevClusters
@@ -260,7 +259,7 @@ def main() -> int:
                 )
     finally:
         clusters.discard()
-    machine = f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB"
+    machine = cores_and_memory()
     (RESULTS / "mirror_throughput.json").write_text(
         json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=2)
     )

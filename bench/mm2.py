@@ -29,7 +29,8 @@ Two variants:
 Timing starts just before the JVM is spawned, so JVM start-up, Connect's group join and the creation of
 the internal and target topics are part of the cost, as they are for anyone who runs MM2 to copy a topic;
 it stops when the completion check below succeeds, before MM2 is shut down. CPU is user + system time of
-the JVM's process tree, RSS the peak of its sum, both sampled every 0.5 s.
+the JVM's process tree, RSS the peak of its sum, both sampled every 0.5 s (``bench.common.cpu.ProcessTree``,
+as every mirror is).
 """
 
 from __future__ import annotations
@@ -43,17 +44,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.common.console import tail
+from bench.common.cpu import ProcessTree
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.jars import KafkaJars
 from mirror_sink.topics.topic_provisioner import by_partitions
 
 #: Before an idle measurement, the caught-up mirror settles this long (its last commit's markers,
-#: offset flushes and checkpoints end); bench.shapes gives mirror-sink the same.
+#: offset flushes and checkpoints end); bench.scenarios.shapes gives mirror-sink the same.
 IDLE_SETTLE_S = 10.0
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
@@ -142,7 +144,7 @@ def mm2_properties(
         "refresh.topics.enabled": "false",  # the topic exists at start; MirrorSourceConnector loads it then
         "refresh.groups.enabled": "false",
         # Worker settings come from the target cluster's keys. Source offsets are committed every second
-        # (default 60 s) so that the completion check (see _OffsetsReader) lags the data by at most 1 s in
+        # (default 60 s) so that the completion check (see OffsetsReader) lags the data by at most 1 s in
         # at-least-once mode; exactly-once commits them in every transaction anyway.
         f"{TARGET_ALIAS}.offset.flush.interval.ms": "1000",
         # The target written with the codec mirror-sink's producers use, so both store alike.
@@ -167,11 +169,11 @@ def mm2_properties(
     return props | dict(extra or {})
 
 
-def _write_properties(path: Path, props: Mapping[str, str]) -> None:
+def write_properties(path: Path, props: Mapping[str, str]) -> None:
     path.write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
 
 
-def _java_command(jars: KafkaJars, props: Path, log4j2: Path, heap: str) -> list[str]:
+def java_command(jars: KafkaJars, props: Path, log4j2: Path, heap: str) -> list[str]:
     java = os.environ.get("JAVA", "java")
     return [
         java, "-Xms256m", f"-Xmx{heap}", *JVM_OPTS, f"-Dlog4j2.configurationFile={log4j2}",
@@ -191,7 +193,7 @@ def _consumer(bootstrap: str, isolation: str) -> Consumer:
     )
 
 
-def _source_extent(bootstrap: str, topic: str, isolation: str) -> dict[int, tuple[int, int, int | None]]:
+def source_extent(bootstrap: str, topic: str, isolation: str) -> dict[int, tuple[int, int, int | None]]:
     """Per partition: (log start, end offset, offset of the last record MM2 will copy, None if none).
 
     The last record is found by reading the tail (a growing window back from the end) with MM2's own
@@ -228,7 +230,7 @@ def _source_extent(bootstrap: str, topic: str, isolation: str) -> dict[int, tupl
         consumer.close()
 
 
-class _OffsetsReader:
+class OffsetsReader:
     """MM2's committed source offsets for ``topics``, read incrementally from the Connect offsets topic.
 
     Completion criterion: every partition's committed upstream offset has reached the last record MM2
@@ -280,37 +282,7 @@ class _OffsetsReader:
         self._consumer.close()
 
 
-class _Sampler:
-    """CPU seconds and peak RSS of a process tree, from periodic samples."""
-
-    def __init__(self, pid: int) -> None:
-        self.process = psutil.Process(pid)
-        self.cpu_by_pid: dict[int, float] = {}
-        self.peak_rss = 0
-
-    def sample(self) -> None:
-        """Add one sample; a process that vanished keeps its last CPU figure."""
-        rss = 0
-        try:
-            procs = [self.process, *self.process.children(recursive=True)]
-        except psutil.Error:
-            return
-        for p in procs:
-            try:
-                times = p.cpu_times()
-                rss += p.memory_info().rss
-            except psutil.Error:
-                continue
-            self.cpu_by_pid[p.pid] = times.user + times.system + times.children_user + times.children_system
-        self.peak_rss = max(self.peak_rss, rss)
-
-    @property
-    def cpu_seconds(self) -> float:
-        """User + system seconds of every process seen."""
-        return sum(self.cpu_by_pid.values())
-
-
-def _stop(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
     """SIGTERM (MM2's shutdown hook stops the herders), SIGKILL if it is still there after ``timeout_s``."""
     if proc.poll() is not None:
         return
@@ -320,10 +292,6 @@ def _stop(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(30)
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
 
 @dataclass
@@ -338,7 +306,7 @@ class MM2Process:
 
     def stop(self, timeout_s: float = 60) -> None:
         """SIGTERM, SIGKILL after ``timeout_s``."""
-        _stop(self.proc, timeout_s)
+        stop_process(self.proc, timeout_s)
 
 
 def start_mm2(
@@ -372,9 +340,9 @@ def start_mm2(
         extra={k.replace("{alias}", alias): v for k, v in (extra or {}).items()},
     )  # fmt: skip
     props_path, log4j2_path, log_path = (workdir / f"{alias}{s}" for s in (".properties", ".log4j2.properties", ".log"))
-    _write_properties(props_path, props)
+    write_properties(props_path, props)
     log4j2_path.write_text(LOG4J2)
-    cmd = _java_command(KafkaJars.ensure(), props_path, log4j2_path, heap)
+    cmd = java_command(KafkaJars.ensure(), props_path, log4j2_path, heap)
     with open(log_path, "wb") as log:
         started = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -421,17 +389,17 @@ def run_mm2(
     is ``idle_cpu_seconds``. ``topic`` may be several topics, all mirrored by the one flow.
     """
     isolation = "read_committed" if exactly_once else "read_uncommitted"
-    extent = {(t, p): bounds for t in _topics(topic) for p, bounds in _source_extent(source, t, isolation).items()}
+    extent = {(t, p): bounds for t in _topics(topic) for p, bounds in source_extent(source, t, isolation).items()}
     total = sum(hi - lo for lo, hi, _ in extent.values())
     mm2 = start_mm2(
         source, target, topic, exactly_once=exactly_once, workdir=workdir, tasks=tasks,
         compression=compression, extra=extra, heap=heap, create_target_topics=create_target_topics,
     )  # fmt: skip
     proc, started, log_path, target_topic = mm2.proc, mm2.started, mm2.log, mm2.target_topic
-    offsets = _OffsetsReader(target, mm2.alias, _topics(topic))
+    offsets = OffsetsReader(target, mm2.alias, _topics(topic))
     first_commit_s = idle_cpu = None
     try:
-        sampler = _Sampler(proc.pid)
+        sampler = ProcessTree(proc.pid)
         while True:
             time.sleep(SAMPLE_S)
             sampler.sample()
@@ -445,21 +413,17 @@ def run_mm2(
                 if on_progress is not None:
                     on_progress(total, total)
                 if idle_s:
-                    time.sleep(IDLE_SETTLE_S)  # as bench.shapes: the last commit's work ends first
-                    sampler.sample()
-                    busy = sampler.cpu_seconds
-                    time.sleep(idle_s)
-                    sampler.sample()
-                    idle_cpu = sampler.cpu_seconds - busy
+                    # As bench.scenarios.shapes: the last commit's work ends first.
+                    idle_cpu = sampler.idle(idle_s, IDLE_SETTLE_S)
                 break
             if on_progress is not None:
                 on_progress(done, total)
             if proc.poll() is not None:
-                raise RuntimeError(f"MM2 exited with {proc.returncode}; see {log_path}\n{_tail(log_path)}")
+                raise RuntimeError(f"MM2 exited with {proc.returncode}; see {log_path}\n{tail(log_path)}")
             if time.monotonic() - started > timeout_s:
                 raise TimeoutError(f"MM2 mirrored {done:,} of {total:,} offsets in {timeout_s:.0f} s; see {log_path}")
     finally:
         offsets.close()
-        _stop(proc, stop_timeout_s)
-    cpu = sampler.cpu_seconds - (idle_cpu or 0.0)
-    return MM2Run(seconds, cpu, sampler.peak_rss, target_topic, total, log_path, first_commit_s, idle_cpu)
+        stop_process(proc, stop_timeout_s)
+    cpu = sampler.cpu_seconds() - (idle_cpu or 0.0)
+    return MM2Run(seconds, cpu, sampler.peak_rss_bytes, target_topic, total, log_path, first_commit_s, idle_cpu)

@@ -1,6 +1,6 @@
 """Soak: exactly once for half an hour of random faults on replicated clusters, with latency over time.
 
-    .venv/bin/python -m bench.soak                          # 30 minutes; writes docs/soak.md and docs/soak.png
+    .venv/bin/python -m bench.soak                          # 30 minutes; writes docs/soak.md and docs/data/soak.png
     .venv/bin/python -m bench.soak --minutes 5 --out /tmp/soak   # a short run elsewhere
 
 Two clusters of three nodes each (``devkafka.replicated``: replication factor 3, min ISR 2). A
@@ -43,6 +43,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bench.common.paths import DATA, data_dir
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import ClusterStartError
 from devkafka.data import create_topic, read_all
@@ -414,7 +415,7 @@ def _evaluate(
 
 
 def report(result: Result, out: Path, when: str) -> str:
-    """docs/soak.md's text (and the plot beside it)."""
+    """docs/soak.md's text (and its plot, in ``out``'s data directory)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -433,7 +434,9 @@ def report(result: Result, out: Path, when: str) -> str:
     ax.legend(loc="upper left")
     ax.set_title("mirror-sink soak: latency per 10 s window, faults marked")
     fig.tight_layout()
-    fig.savefig(out / "soak.png", dpi=110)
+    data = data_dir(out)
+    data.mkdir(parents=True, exist_ok=True)
+    fig.savefig(data / "soak.png", dpi=110)
     by_kind: dict[str, list[float]] = {}
     for fault in result.faults:
         if fault.recovered_s is not None:
@@ -466,7 +469,7 @@ def report(result: Result, out: Path, when: str) -> str:
         if values:
             median = values[len(values) // 2]
             lines.append(f"| {kind} | {len(values)} | {values[0]:.1f} s | {median:.1f} s | {values[-1]:.1f} s |")
-    lines += ["", "![latency over time](soak.png)", "", "Every fault in order:", ""]
+    lines += ["", f"![latency over time]({DATA}/soak.png)", "", "Every fault in order:", ""]
     lines += [
         f"- {f.at_s:.0f} s: {f.kind} ({f.detail}), recovered in {f.recovered_s} s"
         f" (the source load could not send for {f.load_blocked_s} s of it)"
@@ -481,7 +484,9 @@ def main() -> int:
     parser.add_argument("--fault-every", type=float, default=60.0, help="mean seconds between faults")
     parser.add_argument("--rate", type=int, default=2000, help="source records per second (all topics)")
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--out", type=Path, default=REPO / "docs", help="where soak.md, .json and .png go")
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "docs", help="where soak.md goes; soak.json and soak.png go in data/ there"
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="clusters and worker logs (default: a temp dir)")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="mirror-sink-soak-"))
@@ -490,7 +495,7 @@ def main() -> int:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     (args.out / "soak.md").write_text(report(result, args.out, when))
     data: dict[str, Any] = asdict(result)
-    (args.out / "soak.json").write_text(json.dumps(data, indent=1))
+    (data_dir(args.out) / "soak.json").write_text(json.dumps(data, indent=1))
     print(report(result, args.out, when))
     return 0 if result.lost == 0 and result.duplicated == 0 and result.out_of_order_partitions == 0 else 1
 

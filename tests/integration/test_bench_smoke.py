@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.scale import plot_scale
+from bench.scenarios.scale import plot_scale
 from devkafka.backends import KafkaEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "[1/" in done.stdout and "100%" in done.stdout, "progress is shown while it runs"
-    results = json.loads((out / "benchmarks.json").read_text())
+    results = json.loads((out / "data" / "benchmarks.json").read_text())
     assert {r["mirror"] for r in results["throughput"]} == set(MIRRORS)
     # Every latency mirror at each of --quick's two rates.
     assert sorted((r["mirror"], r["rate_per_s"]) for r in results["latency"]) == sorted(
@@ -47,7 +47,7 @@ def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
     assert "## Latency" in page and "### Transaction markers" in page and "of ceiling" in page
     pngs = ("benchmarks-throughput.png", "benchmarks-cpu.png", "benchmarks-latency.png", "benchmarks-latency-rate.png")
     for png in pngs:
-        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+        assert (out / "data" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
 
 
 def test_bench_wan_runs_each_mirror_across_the_delay_link(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_bench_wan_runs_each_mirror_across_the_delay_link(tmp_path: Path) -> Non
     ]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    results = json.loads((out / "benchmarks-wan.json").read_text())
+    results = json.loads((out / "data" / "benchmarks-wan.json").read_text())
     assert sorted((r["mirror"], r["rtt_ms"]) for r in results["runs"]) == [("mm2-eos", 50), ("raw-eos", 50)]
     for row in results["runs"]:
         assert row["mb_per_s"] > 0 and row["mb_per_core_s"] > 0 and row["peak_rss_mb"] > 0, row
@@ -76,11 +76,11 @@ def test_bench_scale_small_records_runs_every_mirror(
     ]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    (scenario,) = json.loads((out / "benchmarks-scale.json").read_text())["scenarios"]
+    (scenario,) = json.loads((out / "data" / "benchmarks-scale.json").read_text())["scenarios"]
     assert [r["mirror"] for r in scenario["runs"]] == ["raw-eos", "record-eos", "auto-eos", "mm2-eos"]
     for row in scenario["runs"]:
         assert "error" not in row, row
         assert row["mb_per_s"] > 0 and row["mb_per_core_s"] > 0 and row["first_commit_s"] > 0, row
     assert "## At scale" in done.stdout
-    png = plot_scale(json.loads((out / "benchmarks-scale.json").read_text()), tmp_path / "scale.png")
+    png = plot_scale(json.loads((out / "data" / "benchmarks-scale.json").read_text()), tmp_path / "scale.png")
     assert png.stat().st_size > 10_000

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.ceiling import Ceiling
-from bench.compare import ceiling_entry, per_gb
-from bench.machine_cpu import ProcessCpu, ProcessTree, process_cpu_seconds
-from bench.report import CEILING_LABEL, broker_cpu_ratio, render_markdown
+from bench.common.cpu import ProcessCpu, ProcessTree, process_cpu_seconds
+from bench.scenarios.compare import ceiling_entry, per_gb
+from bench.scenarios.compare_page import CEILING_LABEL, broker_cpu_ratio, render_markdown
 from devkafka.pair import BrokerPair, given_or_local, given_or_local_pair
 
 TIMES = "\N{MULTIPLICATION SIGN}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.shapes import _ratios, connector_config, parse_mirror_log, render_shapes
+from bench.scenarios.shapes import _ratios, connector_config, parse_mirror_log
+from bench.scenarios.shapes import render as render_shapes
 
 _PREFIX = "2026-11-22 16:29:24,152 INFO  connectors.mirror_sink_task: "
 
