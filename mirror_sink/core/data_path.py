@@ -86,7 +86,9 @@ class Copied:
 class DataPath(Protocol):
     """Reads assigned source partitions and writes them to the same partitions of their target topics."""
 
-    committer: Committer
+    @property
+    def committer(self) -> Committer:
+        """What makes the path's cycles durable: it alone begins, commits and aborts them."""
 
     def assign(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -49,6 +49,8 @@ class RawCommitter:
         self.sync_partition = sync_partition
         if sync_partition is not None:
             pipeline.offsets = CycleOffsets()
+        #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
+        self._with_syncs = {sync_partition} if sync_partition is not None and transactions.transactional else set()
         self._open = False
 
     @property
@@ -60,9 +62,12 @@ class RawCommitter:
         """InitProducerId: a new epoch; an older holder of the transactional.id is fenced."""
         self._new_epoch()
 
-    def begin(self) -> None:
-        """Mark the cycle open (a transaction starts with its first partition or offsets)."""
+    def begin(self, partitions: Collection[TargetPartition] = ()) -> None:
+        """Mark the cycle open, and register ``partitions`` with its transaction before their first
+        batch (the offset-syncs partition with the first ones): the transaction starts with them."""
         self._open = True
+        if partitions:
+            self.transactions.add_partitions({*partitions, *self._with_syncs})
 
     def commit(
         self,

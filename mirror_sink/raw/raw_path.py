@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import denial
-from mirror_sink.core.data_path import Committer, Copied, FetchSessionCounts
+from mirror_sink.core.data_path import Copied, FetchSessionCounts
 from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
@@ -113,9 +113,7 @@ class RawPath:
         self._woken = False
         # Acknowledgements free memory in copy() and while a commit waits for the last of them.
         self.budget.on_give_back = self.fetching.nudge
-        self.committer: Committer = RawCommitter(self.transactions, self.producer, sync_partition)
-        #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
-        self._with_syncs = {sync_partition} if sync_partition is not None and transactional_id else set()
+        self.committer = RawCommitter(self.transactions, self.producer, sync_partition)
         self._admin_props = dict(target_admin_props)
         self._client_id = client_id
         self._chunk_bytes = chunk_bytes
@@ -292,11 +290,9 @@ class RawPath:
                     room -= 1
         if not plan:
             return Copied(), False
-        self.committer.begin()
         records = nbytes = done = 0
         try:
-            partitions = {t for _, t, item in plan if item.batch is not None}
-            self.transactions.add_partitions(partitions | self._with_syncs if partitions else partitions)
+            self.committer.begin({t for _, t, item in plan if item.batch is not None})
             for tp, target_tp, item in plan:
                 if item.batch is not None:
                     r, b = self._send(tp, target_tp, item)

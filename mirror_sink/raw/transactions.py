@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from enum import StrEnum
 from typing import Any
 
 from confluent_kafka import TopicPartition
@@ -55,8 +56,31 @@ def _first_error(codes: Iterable[int], besides: int | None = None) -> int:
     return int(max(codes, key=lambda c: c not in (KafkaErrorCode.NONE, besides)))
 
 
+class TransactionState(StrEnum):
+    """Where the producer's transaction stands, as the coordinator sees it (aiokafka's and the Java
+    producer's ``TransactionManager`` states, without the ones librdkafka-free raw mode never needs)."""
+
+    UNINITIALIZED = "UNINITIALIZED"  # no producer id yet
+    READY = "READY"  # a producer id and epoch; no transaction open
+    IN_TRANSACTION = "IN_TRANSACTION"  # the coordinator holds partitions or the group's offsets of it
+    COMMITTING = "COMMITTING"  # EndTxn(commit) sent, not confirmed
+    ABORTING = "ABORTING"  # EndTxn(abort) sent, not confirmed
+
+
+#: The moves a transaction may make; InitProducerId (a new epoch) ends whatever was open, from any state.
+_MOVES: dict[TransactionState, frozenset[TransactionState]] = {
+    TransactionState.UNINITIALIZED: frozenset(),
+    TransactionState.READY: frozenset({TransactionState.IN_TRANSACTION}),
+    TransactionState.IN_TRANSACTION: frozenset({TransactionState.COMMITTING, TransactionState.ABORTING}),
+    # A commit that failed is aborted; an abort that failed is ended by the next epoch.
+    TransactionState.COMMITTING: frozenset({TransactionState.READY, TransactionState.ABORTING}),
+    TransactionState.ABORTING: frozenset({TransactionState.READY}),
+}
+
+
 class TransactionClient:
-    """The producer id and epoch of one task's target producer, and its open transaction's contents.
+    """The producer id and epoch of one task's target producer, and its open transaction's state and
+    contents. ``RawCommitter`` alone opens, commits and aborts it.
 
     Without a transactional.id it only takes an idempotent producer id (at least once); the
     transaction requests are then never sent.
@@ -71,6 +95,7 @@ class TransactionClient:
         self.group_id = group_id
         self.producer_id = -1
         self.epoch = -1
+        self.state = TransactionState.UNINITIALIZED
         #: Target partitions added to the open transaction (AddPartitionsToTxn).
         self.partitions: set[TargetPartition] = set()
         #: How long the latest transaction's first AddPartitionsToTxn took to be accepted: the
@@ -98,13 +123,29 @@ class TransactionClient:
 
     @property
     def in_transaction(self) -> bool:
-        """True once the coordinator holds something of this cycle (partitions or the group's offsets)."""
-        return bool(self.partitions) or self.offsets_added
+        """True once the coordinator holds something of this cycle (partitions or the group's offsets)
+        and until it confirmed its end."""
+        return self.state in (TransactionState.IN_TRANSACTION, TransactionState.COMMITTING, TransactionState.ABORTING)
 
     def forget_transaction(self) -> None:
-        """The transaction ended (committed or aborted): the next cycle registers its contents anew."""
+        """The cycle is over (committed, or aborted and ended by a new epoch, or aborted unconfirmed):
+        the next cycle registers its contents anew."""
         self.partitions = set()
         self.offsets_added = False
+        if self.state is TransactionState.ABORTING:  # unconfirmed: the coordinator ends it by its timeout
+            self._transition_to(TransactionState.READY)
+
+    def _check_move(self, state: TransactionState) -> None:
+        """Fail unless the transaction may move to ``state``: a move the protocol does not allow is a
+        bug, never retried."""
+        if state is not self.state and state not in _MOVES[self.state]:
+            raise TaskFailure(
+                f"internal error: the transaction of {self.transactional_id} cannot go from {self.state} to {state}"
+            )
+
+    def _transition_to(self, state: TransactionState) -> None:
+        self._check_move(state)
+        self.state = state
 
     def init_producer_id(self) -> None:
         """A new producer id or epoch; an older holder of the transactional.id is fenced."""
@@ -122,6 +163,7 @@ class TransactionClient:
             lambda r: int(r.error_code),
         )
         self.producer_id, self.epoch = response.producer_id, response.producer_epoch
+        self.state = TransactionState.READY  # a new epoch ends whatever the previous one had open
         log.info(
             "producer %s has producer id %d epoch %d",
             self.transactional_id or "(idempotent)",
@@ -138,6 +180,8 @@ class TransactionClient:
             return
         first = not self.partitions
         started = time.monotonic()
+        # Open once the coordinator accepted the partitions: a refused first request leaves none open.
+        self._check_move(TransactionState.IN_TRANSACTION)
         a = AddPartitionsToTxnRequest
         topics: dict[str, list[int]] = {}
         for tp in todo:
@@ -160,6 +204,7 @@ class TransactionClient:
                 besides=KafkaErrorCode.OPERATION_NOT_ATTEMPTED,
             ),
         )
+        self._transition_to(TransactionState.IN_TRANSACTION)
         self.partitions.update(todo)
         if first:
             self.marker_wait_s = time.monotonic() - started
@@ -210,6 +255,7 @@ class TransactionClient:
         )
 
     def _add_offsets(self) -> None:
+        self._check_move(TransactionState.IN_TRANSACTION)
         self._request(
             "AddOffsetsToTxn",
             "AddOffsetsToTxn",
@@ -223,10 +269,12 @@ class TransactionClient:
             ),
             lambda r: int(r.error_code),
         )
+        self._transition_to(TransactionState.IN_TRANSACTION)
         self.offsets_added = True
 
     def end(self, *, commit: bool) -> None:
-        """EndTxn: commit or abort the open transaction."""
+        """EndTxn: commit or abort the open transaction (READY once the coordinator confirmed it)."""
+        self._transition_to(TransactionState.COMMITTING if commit else TransactionState.ABORTING)
         self._request(
             "commit" if commit else "abort",
             "EndTxn",
@@ -240,6 +288,7 @@ class TransactionClient:
             ),
             lambda r: int(r.error_code),
         )
+        self._transition_to(TransactionState.READY)
 
     def _denied_resource(self, api: str, response: Any, code: int) -> tuple[str, list[str]]:
         """The operation and resources behind an authorization error of ``api``'s ``response``."""

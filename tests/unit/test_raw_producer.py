@@ -22,7 +22,7 @@ from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.produce_request import ChunkedProduce
 from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.transactions import TransactionClient
+from mirror_sink.raw.transactions import TransactionClient, TransactionState
 from mirror_sink.raw.wire import NodeId
 
 #: librdkafka's group metadata for generation 3, member "m-1", no group instance id.
@@ -118,12 +118,17 @@ def _produce_response(request: ChunkedProduce, code: int) -> SimpleNamespace:
 
 
 def _client(wire: FakeWire, transactional_id: str | None = "tx-1", timeout_ms: int = 10_000) -> TransactionClient:
-    return TransactionClient(
+    """A client whose transaction is open, as after InitProducerId and a first AddPartitionsToTxn
+    (an idempotent one has no transaction)."""
+    client = TransactionClient(
         wire,  # type: ignore[arg-type]
         transactional_id=transactional_id,
         transaction_timeout_ms=timeout_ms,
         group_id="shadow",
     )
+    if transactional_id is not None:
+        client.state = TransactionState.IN_TRANSACTION
+    return client
 
 
 def _batch(records: int) -> memoryview:
@@ -193,15 +198,50 @@ def test_a_failed_connection_is_retried_with_fresh_coordinators_then_raised_as_i
 
 
 def test_add_partitions_registers_new_partitions_once_and_names_the_real_error() -> None:
-    wire = FakeWire(AddPartitionsToTxn=iter([_partitions_added(0, 0), _partitions_added(55, 87)]))
+    wire = FakeWire(
+        AddPartitionsToTxn=iter([_partitions_added(0, 0), _partitions_added(55, 87)]), EndTxn=_always(_code(0))
+    )
     txn = _client(wire)
     txn.add_partitions([T0, T1])
     txn.add_partitions([T1, T0])
     assert wire.apis() == ["AddPartitionsToTxn"] and txn.partitions == {T0, T1} and txn.in_transaction
     with pytest.raises(TaskFailure, match=r"AddPartitionsToTxn for 1 partitions for tx-1: INVALID_RECORD \(87\)"):
         txn.add_partitions([TargetPartition("other", 0)])
+    txn.end(commit=False)
     txn.forget_transaction()
     assert not txn.in_transaction
+
+
+def test_the_transaction_moves_through_its_states_and_refuses_a_move_the_protocol_has_not() -> None:
+    wire = FakeWire(
+        InitProducerId=_always(_code(0, producer_id=5, producer_epoch=0)),
+        AddPartitionsToTxn=_always(_partitions_added(0)),
+        EndTxn=_always(_code(0)),
+    )
+    txn = _client(wire)
+    txn.state = TransactionState.UNINITIALIZED  # as constructed
+    seen = [txn.state]
+    txn.init_producer_id()
+    seen.append(txn.state)
+    with pytest.raises(
+        TaskFailure, match=r"^internal error: the transaction of tx-1 cannot go from READY to COMMITTING$"
+    ):
+        txn.end(commit=True)  # nothing open: a bug, not a request
+    txn.add_partitions([T0])
+    seen.append(txn.state)
+    txn.end(commit=True)
+    seen.append(txn.state)
+    assert seen == ["UNINITIALIZED", "READY", "IN_TRANSACTION", "READY"]
+    assert wire.apis() == ["InitProducerId", "AddPartitionsToTxn", "EndTxn"]
+
+
+def test_a_refused_first_add_leaves_no_transaction_open() -> None:
+    wire = FakeWire(AddPartitionsToTxn=_always(_partitions_added(87)))  # INVALID_RECORD
+    txn = _client(wire)
+    txn.state = TransactionState.READY
+    with pytest.raises(TaskFailure):
+        txn.add_partitions([T0])
+    assert txn.state is TransactionState.READY and not txn.in_transaction
 
 
 def test_an_idempotent_producer_sends_no_transaction_requests() -> None:
