@@ -9,29 +9,19 @@ commits, both within one memory budget.
 
 from __future__ import annotations
 
-import struct
-import time
-from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource
-
-from mirror_sink.core import clients
-from mirror_sink.core.authorization import denial
 from mirror_sink.core.data_path import Copied, FetchSessionCounts
-from mirror_sink.core.errors import RecoverableTaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.topic_ids import as_uuid
-from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
 from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.fetch_thread import FetchThread
 from mirror_sink.raw.fetcher import Fetched, RawFetcher
+from mirror_sink.raw.forwarder import TARGET_MAX_MESSAGE_BYTES, BatchForwarder
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.reencode import reencode
 from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import WireClient
 
@@ -39,16 +29,6 @@ from mirror_sink.raw.wire import WireClient
 _QUEUED_PER_PARTITION = 5
 _DEFAULT_FETCH_MAX_BYTES = 50 * 1024 * 1024
 _DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024
-_DEFAULT_TARGET_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
-_INT64 = struct.Struct(">q")
-#: Forwarding costs raw mode about 150 microseconds of Python per batch (parse, CRC, header rewrite,
-#: a place in a Produce request, its acknowledgement), whatever its size; record mode about 35 per
-#: KB of records, in librdkafka mostly, which also re-batches them. So below about 4 KB a batch
-#: record mode is faster (issue 15's small-transactions shape: batches of 1.7 KB, raw at 0.41x
-#: record's MB/s and 2.55x its CPU), and above it raw mode (near-1 MB single-record batches: 1.32x).
-#: The first SAMPLE_BATCHES forwarded batches decide, once; wire bytes (compressed) are counted.
-SMALL_BATCH_BYTES = 4096
-SAMPLE_BATCHES = 1000
 
 
 class RawPath:
@@ -74,7 +54,7 @@ class RawPath:
         fetch_max = int(source_props.get("fetch.max.bytes", _DEFAULT_FETCH_MAX_BYTES))
         partition_max = int(source_props.get("max.partition.fetch.bytes", _DEFAULT_PARTITION_MAX_BYTES))
         # A response may exceed its max_bytes by one batch (the first, so progress is always made).
-        frame_max = max(fetch_max, memory_bytes) + 2 * max(partition_max, _DEFAULT_TARGET_MAX_MESSAGE_BYTES)
+        frame_max = max(fetch_max, memory_bytes) + 2 * max(partition_max, TARGET_MAX_MESSAGE_BYTES)
         wires: list[WireClient] = []
         try:
             source = WireClient(source_props, "source", f"{client_id}-raw-fetcher", frame_max)
@@ -114,11 +94,8 @@ class RawPath:
         # Acknowledgements free memory in copy() and while a commit waits for the last of them.
         self.budget.on_give_back = self.fetching.nudge
         self.committer = RawCommitter(self.transactions, self.producer, sync_partition)
-        self._admin_props = dict(target_admin_props)
-        self._client_id = client_id
+        self.forwarder = BatchForwarder(self.producer, self.budget, log, target_admin_props, client_id)
         self._chunk_bytes = chunk_bytes
-        self._limits: dict[str, int] = {}
-        self._admin: AdminClient | None = None
         self._position: dict[SourcePartition, int] = {}
         #: The leader epoch of the last batch put in the cycle, per partition (KIP-320).
         self._epoch: dict[SourcePartition, int] = {}
@@ -126,13 +103,6 @@ class RawPath:
         self._stops: dict[SourcePartition, int] = {}
         #: Each read partition's target, given with its assignment.
         self._target: dict[SourcePartition, TargetPartition] = {}
-        self.forwarded = 0
-        #: Bytes of the batches forwarded as they are (for the batch-size advice).
-        self.forwarded_bytes = 0
-        self._advised = False
-        self.reencoded: Counter[ReencodeReason] = Counter()
-        self._stats: dict[TargetPartition, CycleStats] = {}
-        self._explained: set[tuple[SourcePartition, ReencodeReason]] = set()
         self.fetching.start()
 
     # -- DataPath -------------------------------------------------------------------------------
@@ -168,7 +138,7 @@ class RawPath:
         self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None
     ) -> None:
         """Fetch again from the committed offsets; what was fetched since is dropped."""
-        self._stats = {}
+        self.forwarder.forget_stats()
         self.fetcher.seek(offsets, leader_epochs)
         self._position.update(offsets)
         for tp in offsets:
@@ -217,25 +187,15 @@ class RawPath:
 
     def record_mode_advised(self) -> str | None:
         """Why record mode would copy this source faster, once the first batches show it; else None."""
-        if self.forwarded < SAMPLE_BATCHES or self._advised:
-            return None
-        self._advised = True  # decided once, on the first batches
-        per_batch = self.forwarded_bytes / self.forwarded
-        if per_batch >= SMALL_BATCH_BYTES:
-            return None
-        return (
-            f"the first {self.forwarded} source batches averaged {per_batch:,.0f} bytes (under "
-            f"{SMALL_BATCH_BYTES:,}), where re-producing records is faster than forwarding batches"
-        )
+        return self.forwarder.record_mode_advised()
 
     def take_stats(self) -> dict[TargetPartition, CycleStats]:
         """Per target partition: batches' records, bytes and timestamps since the last call."""
-        stats, self._stats = self._stats, {}
-        return stats
+        return self.forwarder.take_stats()
 
     def batch_counts(self) -> dict[str, int]:
         """Batches forwarded as they are, and re-encoded by reason, since the start."""
-        return {"forwarded": self.forwarded, **{f"reencoded_{why}": n for why, n in self.reencoded.items()}}
+        return self.forwarder.batch_counts()
 
     #: Every position move (past control batches and aborted ranges too) is a taken item, which opens the cycle.
     positions_move_unseen = False
@@ -257,12 +217,7 @@ class RawPath:
 
     def describe(self) -> str:
         """Batch counts for progress logs."""
-        fallback = ", ".join(f"{n} {why}" for why, n in sorted(self.reencoded.items())) or "none"
-        peak = self.budget.peak / 1e6
-        return (
-            f"raw mode: {self.forwarded} batches forwarded as they are, re-encoded: {fallback}; "
-            f"memory peak {peak:.1f} MB"
-        )
+        return f"raw mode: {self.forwarder.describe()}; memory peak {self.budget.peak / 1e6:.1f} MB"
 
     # -- internals ------------------------------------------------------------------------------
     def _data_arrived(self) -> None:
@@ -291,11 +246,12 @@ class RawPath:
         if not plan:
             return Copied(), False
         records = nbytes = done = 0
+        send = self.forwarder.send
         try:
             self.committer.begin({t for _, t, item in plan if item.batch is not None})
             for tp, target_tp, item in plan:
                 if item.batch is not None:
-                    r, b = self._send(tp, target_tp, item)
+                    r, b = send(tp, target_tp, item, self._stops.get(tp))
                     records += r
                     nbytes += b
                 stop = self._stops.get(tp)
@@ -308,73 +264,3 @@ class RawPath:
                 self.budget.give_back(item.charge)
             raise
         return Copied(records, nbytes), True
-
-    def _send(self, tp: SourcePartition, target_tp: TargetPartition, item: Fetched) -> tuple[int, int]:
-        assert item.batch is not None
-        limit = self._max_message_bytes(target_tp.topic)
-        header = item.header
-        stop = self._stops.get(tp)
-        problem = OLD_FORMAT if header is None else forward_problem(header, item.start, limit, stop)
-        if problem is None:
-            assert header is not None
-            self.producer.send(target_tp, item.batch, header.record_count, item.charge, header.base_offset)
-            self.forwarded += 1
-            self.forwarded_bytes += len(item.batch)
-            self._count(target_tp, item.batch, header.record_count)
-            return header.record_count, len(item.batch)
-        self.reencoded[problem.reason] += 1
-        if (tp, problem.reason) not in self._explained:
-            self._explained.add((tp, problem.reason))
-            self.log.info(
-                "re-encoding a batch of %s-%d (%s); further ones counted in progress logs",
-                *tp,
-                problem.detail,
-                extra={"partition": f"{tp.topic}-{tp.partition}"},
-            )
-        codec = header.codec if header is not None else int(item.batch[17]) & 0x07
-        where = f"source partition {tp} (codec {CODECS.get(codec, codec)})"
-        rebuilt = reencode(item.batch, codec, item.start, limit, where, end_offset=stop)
-        records = 0
-        for i, (built, offsets) in enumerate(rebuilt):
-            charge = item.charge if i == len(rebuilt) - 1 else 0
-            self.producer.send(target_tp, memoryview(built), len(offsets), charge, offsets)
-            self._count(target_tp, built, len(offsets))
-            records += len(offsets)
-        if not rebuilt:
-            self.budget.give_back(item.charge)
-        return records, sum(len(r.batch) for r in rebuilt)
-
-    def _count(self, tp: TargetPartition, batch: memoryview | bytearray, records: int) -> None:
-        stats = self._stats.get(tp)
-        if stats is None:
-            stats = self._stats[tp] = CycleStats()
-        # v2 header: baseTimestamp at 27, maxTimestamp at 35 (the first and the latest record's).
-        first, last = _INT64.unpack_from(batch, 27)[0], _INT64.unpack_from(batch, 35)[0]
-        stats.add(records, len(batch), first, last, int(time.time() * 1000))
-
-    def _max_message_bytes(self, topic: str) -> int:
-        limit = self._limits.get(topic)
-        if limit is None:
-            limit = self._limits[topic] = self._describe_limit(topic)
-        return limit
-
-    def _describe_limit(self, topic: str) -> int:
-        if self._admin is None:
-            self._admin = clients.admin(self._admin_props, f"{self._client_id}-raw-admin")
-        try:
-            futures = self._admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
-            entries = next(iter(futures.values())).result(30)
-        except KafkaException as exc:
-            err = exc.args[0]
-            code = err.code() if isinstance(err, KafkaError) else -1
-            denied = denial(
-                code, "target", self._admin_props, "DESCRIBE_CONFIGS", [topic], implied_by="ALTER_CONFIGS",
-                cause="reading max.message.bytes",
-            )  # fmt: skip
-            if denied is not None:
-                raise denied from exc
-            raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
-        except Exception as exc:  # a timeout: new clients may fare better
-            raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
-        entry = entries.get("max.message.bytes")
-        return int(entry.value) if entry is not None and entry.value else _DEFAULT_TARGET_MAX_MESSAGE_BYTES

@@ -104,8 +104,8 @@ class TransactionClient:
         self.marker_wait_s = 0.0
         #: The shadow group was added to the open transaction (AddOffsetsToTxn).
         self.offsets_added = False
-        self._txn_node: NodeId | None = None
-        self._group_node: NodeId | None = None
+        self._coordinators = CoordinatorRequests(wire, transactional_id, group_id, transaction_timeout_ms)
+        self._request = self._coordinators.request
         self._end_txn_version = wire.negotiate(EndTxnRequest, 3, 4)
         for request, version in (
             (InitProducerIdRequest, 4),
@@ -152,7 +152,7 @@ class TransactionClient:
         response = self._request(
             "InitProducerId",
             "InitProducerId",
-            self._txn_coordinator if self.transactional else self.wire.any_node,
+            self._coordinators.txn_coordinator if self.transactional else self.wire.any_node,
             lambda: InitProducerIdRequest(
                 version=4,
                 transactional_id=self.transactional_id,
@@ -190,7 +190,7 @@ class TransactionClient:
         self._request(
             f"AddPartitionsToTxn for {len(todo)} partitions",
             "AddPartitionsToTxn",
-            self._txn_coordinator,
+            self._coordinators.txn_coordinator,
             lambda: a(
                 version=3,
                 v3_and_below_transactional_id=self.transactional_id,
@@ -239,7 +239,7 @@ class TransactionClient:
         self._request(
             f"TxnOffsetCommit to group {self.group_id}",
             "TxnOffsetCommit",
-            self._group_coordinator,
+            self._coordinators.group_coordinator,
             lambda: t(
                 version=3,
                 transactional_id=self.transactional_id,
@@ -259,7 +259,7 @@ class TransactionClient:
         self._request(
             "AddOffsetsToTxn",
             "AddOffsetsToTxn",
-            self._txn_coordinator,
+            self._coordinators.txn_coordinator,
             lambda: AddOffsetsToTxnRequest(
                 version=3,
                 transactional_id=self.transactional_id,
@@ -278,7 +278,7 @@ class TransactionClient:
         self._request(
             "commit" if commit else "abort",
             "EndTxn",
-            self._txn_coordinator,
+            self._coordinators.txn_coordinator,
             lambda: EndTxnRequest(
                 version=self._end_txn_version,
                 transactional_id=self.transactional_id,
@@ -289,6 +289,22 @@ class TransactionClient:
             lambda r: int(r.error_code),
         )
         self._transition_to(TransactionState.READY)
+
+
+class CoordinatorRequests:
+    """The transaction requests of one producer, each sent to its coordinator until answered.
+
+    The transaction and group coordinators are looked up once and again only after they moved or a
+    connection failed; errors end a request as the task's error classes (``core.errors``).
+    """
+
+    def __init__(self, wire: WireClient, transactional_id: str | None, group_id: str, timeout_ms: int) -> None:
+        self.wire = wire
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.timeout_ms = timeout_ms
+        self._txn_node: NodeId | None = None
+        self._group_node: NodeId | None = None
 
     def _denied_resource(self, api: str, response: Any, code: int) -> tuple[str, list[str]]:
         """The operation and resources behind an authorization error of ``api``'s ``response``."""
@@ -307,17 +323,19 @@ class TransactionClient:
         # TxnOffsetCommit: offsets are stored under the target partitions, which needs READ on them.
         return "READ", [t.name for t in response.topics if any(x.error_code == code for x in t.partitions)]
 
-    def _txn_coordinator(self) -> NodeId:
+    def txn_coordinator(self) -> NodeId:
+        """The transaction coordinator of the transactional.id."""
         if self._txn_node is None:
             self._txn_node = self.wire.coordinator(str(self.transactional_id), COORDINATOR_TRANSACTION)
         return self._txn_node
 
-    def _group_coordinator(self) -> NodeId:
+    def group_coordinator(self) -> NodeId:
+        """The group coordinator of the shadow group."""
         if self._group_node is None:
             self._group_node = self.wire.coordinator(self.group_id, COORDINATOR_GROUP)
         return self._group_node
 
-    def _request(
+    def request(
         self,
         what: str,
         api: str,
@@ -352,14 +370,12 @@ class TransactionClient:
                 raise TaskFailure(detail)
             if code in COORDINATOR_MOVED:
                 self._txn_node = self._group_node = None
-            raise TryAgain(
-                detail, give_up=RecoverableTaskFailure(f"{detail}, still after {self.transaction_timeout_ms} ms")
-            )
+            raise TryAgain(detail, give_up=RecoverableTaskFailure(f"{detail}, still after {self.timeout_ms} ms"))
 
         return retry_or_give_up(
             attempt,
             what,
-            deadline_s=self.transaction_timeout_ms / 1000,
+            deadline_s=self.timeout_ms / 1000,
             first_delay_s=_FIRST_DELAY_S,
             max_delay_s=_MAX_DELAY_S,
         )

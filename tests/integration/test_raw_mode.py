@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
 from mirror_sink.raw.batches import HEADER_SIZE
-from mirror_sink.raw.raw_path import SAMPLE_BATCHES
+from mirror_sink.raw.forwarder import SAMPLE_BATCHES
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     MirrorProcess,

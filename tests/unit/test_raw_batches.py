@@ -504,10 +504,10 @@ def test_while_queues_are_full_a_fetch_never_parks_on_partitions_that_had_nothin
 
 
 def test_raw_mode_advises_record_mode_once_for_sources_of_tiny_batches() -> None:
-    from mirror_sink.raw.raw_path import SAMPLE_BATCHES, RawPath
+    from mirror_sink.raw.forwarder import SAMPLE_BATCHES, BatchForwarder
 
-    def path(forwarded: int, nbytes: int) -> RawPath:
-        p = object.__new__(RawPath)
+    def path(forwarded: int, nbytes: int) -> BatchForwarder:
+        p = object.__new__(BatchForwarder)
         p.forwarded, p.forwarded_bytes, p._advised = forwarded, nbytes, False
         return p
 
