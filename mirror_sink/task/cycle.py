@@ -30,9 +30,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
 from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
-from mirror_sink.core.offset_syncs import SyncSpan
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import AuditRecord, Recreation, SkippedRange
+from mirror_sink.task.commit_plan import CommitPlan
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.task_metrics import TaskMetrics
 from mirror_sink.task.task_run import TaskRun
@@ -91,6 +89,7 @@ class Cycle:
         self.log = run.log
         self.committer = run.committer
         self.path = run.path
+        self.plan = CommitPlan(run, ownership)
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         self._aborting_since: float | None = None
@@ -204,7 +203,7 @@ class Cycle:
 
     def commit(self) -> None:
         """Commit the open cycle (or save advanced positions), or abort it and rewind."""
-        offsets = self._offsets_to_commit()
+        offsets = self.plan.offsets()
         if not offsets:
             if self.committer.open:
                 raise TaskFailure("internal error: records produced but no source offset advanced")
@@ -227,8 +226,8 @@ class Cycle:
                 TopicPartition(*own.reading[source], offset, metadata=own.commit_metadata(source, epochs.get(source)))
                 for source, offset in offsets.items()
             ]
-            spans = [self._span(source, offset) for source, offset in offsets.items()]
-            self.committer.commit(targets, self.run.member, own.metadata, spans, self._audit())
+            spans = [self.plan.span(source, offset) for source, offset in offsets.items()]
+            self.committer.commit(targets, self.run.member, own.metadata, spans, self.plan.audit())
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))
             return
@@ -255,55 +254,6 @@ class Cycle:
         self.counters.commits += 1
         self.counters.bytes += self._cycle_bytes
         self._cycle_bytes = 0
-
-    def _span(self, source: SourcePartition, offset: int) -> SyncSpan:
-        """What the cycle consumed of ``source``: from the committed offset, or from the start of a
-        range skipped on the way (the span then opens with the gap), opening a new incarnation of
-        the source topic when it was created again."""
-        own = self.ownership
-        gap = own.skipping.get(source)
-        event = own.recreating.get(source)
-        new_id = None if event is None else event.new_topic_id
-        if gap is None:
-            return SyncSpan(own.reading[source], source.topic, own.committed[source], offset, None, new_id)
-        return SyncSpan(own.reading[source], source.topic, gap.first_missing, offset, gap.first_present, new_id)
-
-    def _audit(self) -> list[AuditRecord]:
-        """One audit record per recreation the commit continues and per range it steps over."""
-        own, cfg = self.ownership, self.run.config
-        where = cfg.gaps_partition
-        events: list[Recreation | SkippedRange] = [*own.recreating.values(), *own.skipping.values()]
-        if not events:
-            return []
-        if where is None:
-            raise TaskFailure("internal error: a break to record without offset.gap.policy or topic.recreation.policy")
-        return [
-            AuditRecord(
-                where,
-                event.audit_key(),
-                event.audit_value(
-                    source_alias=cfg.source_alias,
-                    target=own.reading[event.source],
-                    connector=cfg.name,
-                    task=self.run.slot,
-                ),
-            )
-            for event in events
-        ]
-
-    def _offsets_to_commit(self) -> dict[SourcePartition, int]:
-        """The next source offset of every partition that moved on (or whose start is unsaved).
-
-        The source position is past every record returned and also past control records and
-        aborted batches, so committing it lets the shadow group reach the source's end offsets exactly.
-        """
-        own = self.ownership
-        positions = self.path.positions({tp: own.committed[tp] for tp in own.reading})
-        return {
-            tp: position
-            for tp, position in positions.items()
-            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.skipping or tp in own.recreating
-        }
 
     def abort_and_rewind(self, reason: str) -> None:
         """Abort the cycle and read again from the committed offsets; fail when aborts never stop."""
