@@ -10,7 +10,8 @@ from pathlib import Path
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.failover.failover import Failover, FailoverRefused
+from mirror_sink.failover.failover import Failover
+from mirror_sink.failover.failover_plan import FailoverRefused
 
 log = logging.getLogger(__name__)
 

@@ -13,14 +13,15 @@ common ones):
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from mirror_sink.config.client_settings import ClientProps, client_settings
+from mirror_sink.config.connect_keys import did_you_mean, split_keys
 from mirror_sink.core import plugins
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.metric_names import (
@@ -56,13 +57,19 @@ def connector_class_aliases() -> frozenset[str]:
     return plugins.aliases_of(CONNECTOR_CLASS) or frozenset({CONNECTOR_CLASS})
 
 
-ClientProps = dict[str, str]
-_CLUSTER_PREFIXES = ("source.cluster.", "target.cluster.")
-_CLIENT_ROLES = ("consumer.", "producer.", "admin.")
-# Connect/MM2 keys that make sense for Connect's own connectors but not here; accepted silently.
-_IGNORED_KEYS = frozenset(
-    {"key.converter", "value.converter", "header.converter", "errors.tolerance", "errors.log.enable"}
-)
+def _known_class(value: str) -> str:
+    if value not in connector_class_aliases():
+        raise ValueError(f"unknown connector class {value!r}; this worker runs {CONNECTOR_CLASS}")
+    return value
+
+
+def _known_formats(value: str) -> str:
+    return ",".join(parse_metric_names_formats(value))  # normalised: to_props gives Kafka's list form
+
+
+# Two keys whose values are checked beyond their type: pydantic runs these after the str check.
+_ConnectorClass = Annotated[str, AfterValidator(_known_class)]
+_MetricNamesFormats = Annotated[str, AfterValidator(_known_formats)]
 
 
 class OffsetFallback(StrEnum):
@@ -111,7 +118,7 @@ class MirrorSinkConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._\-]+$")
-    connector_class: str = Field(CONNECTOR_CLASS, alias="connector.class")
+    connector_class: _ConnectorClass = Field(CONNECTOR_CLASS, alias="connector.class")
     connector_type: Literal["sink"] = Field("sink", alias="connector.type")
     source_alias: str = Field("source", alias="source.cluster.alias", min_length=1)
     target_alias: str = Field("target", alias="target.cluster.alias", min_length=1)
@@ -162,22 +169,12 @@ class MirrorSinkConfig(BaseModel):
     metrics_aggregate: Literal["partition", "topic"] = Field("partition", alias="metrics.aggregate")
     # KIP-1280 (Kafka 4.3): MirrorMaker 2's metric names, legacy (Kafka's default), new or both. A list
     # in Kafka's form ("legacy,new"), kept as text so that to_props gives it back as it came, normalised.
-    metric_names_formats: str = Field(",".join(DEFAULT_METRIC_NAMES_FORMATS), alias="metric.names.formats")
+    metric_names_formats: _MetricNamesFormats = Field(
+        ",".join(DEFAULT_METRIC_NAMES_FORMATS), alias="metric.names.formats"
+    )
     source_unreachable_give_up_ms: int = Field(-1, alias="source.unreachable.give.up.ms", ge=-1)
     target_unreachable_give_up_ms: int = Field(180_000, alias="target.unreachable.give.up.ms", ge=-1)
     client_props: dict[str, str] = Field(default_factory=dict, exclude=True)
-
-    @field_validator("connector_class")
-    @classmethod
-    def _known_class(cls, value: str) -> str:
-        if value not in connector_class_aliases():
-            raise ValueError(f"unknown connector class {value!r}; this worker runs {CONNECTOR_CLASS}")
-        return value
-
-    @field_validator("metric_names_formats")
-    @classmethod
-    def _known_formats(cls, value: str) -> str:
-        return ",".join(parse_metric_names_formats(value))
 
     # -- parsing -------------------------------------------------------------------------------
     @classmethod
@@ -186,28 +183,9 @@ class MirrorSinkConfig(BaseModel):
         return {f.alias or n for n, f in cls.model_fields.items() if n != "client_props"}
 
     @classmethod
-    def did_you_mean(cls, key: str) -> str:
-        """`` (did you mean 'tasks.max'?)`` for a key one typo away from a known one; "" otherwise."""
-        close = difflib.get_close_matches(key, sorted(cls.known_keys()), n=1, cutoff=0.8)
-        return f" (did you mean {close[0]!r}?)" if close else ""
-
-    @classmethod
-    def _split(cls, props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-        known, client, unknown = {}, {}, []
-        names = cls.known_keys()
-        for key, value in props.items():
-            if key in names:
-                known[key] = value
-            elif key.startswith(_CLUSTER_PREFIXES) or key.startswith(("consumer.", "producer.")):
-                client[key] = str(value)
-            elif key not in _IGNORED_KEYS:
-                unknown.append(key)
-        return known, client, unknown
-
-    @classmethod
     def errors(cls, props: Mapping[str, Any]) -> dict[str, list[str]]:
         """Every problem in ``props`` by key (empty when valid): the shape Connect's validate shows."""
-        known, client, _ = cls._split(props)
+        known, client, _ = split_keys(props, cls.known_keys())
         problems: dict[str, list[str]] = {}
         try:
             parsed = cls.model_validate({**known, "client_props": client})
@@ -276,9 +254,14 @@ class MirrorSinkConfig(BaseModel):
             first = next(iter(problems))
             detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in problems.items())
             raise ConfigError(first, f"{', '.join(problems[first])} (all problems: {detail})")
-        known, client, unknown = cls._split(props)
+        known, client, unknown = split_keys(props, cls.known_keys())
         for key in sorted(unknown):
-            log.warning("connector %s: ignoring unknown config key %r%s", props.get("name"), key, cls.did_you_mean(key))
+            log.warning(
+                "connector %s: ignoring unknown config key %r%s",
+                props.get("name"),
+                key,
+                did_you_mean(key, cls.known_keys()),
+            )
         return cls.model_validate({**known, "client_props": client})
 
     # -- derived -------------------------------------------------------------------------------
@@ -332,46 +315,30 @@ class MirrorSinkConfig(BaseModel):
         """The source group copied once with ``offset.fallback=source-group``."""
         return self.offset_fallback_group or self.source_group_id
 
-    def _client(self, cluster: str, role: str, bootstrap: str, shorthand: str | None = None) -> ClientProps:
-        prefix = f"{cluster}.cluster."
-        conf: ClientProps = {"bootstrap.servers": bootstrap}
-        for key, value in self.client_props.items():
-            if key.startswith(prefix):
-                rest = key[len(prefix) :]
-                if not rest.startswith(_CLIENT_ROLES):
-                    conf[rest] = value
-        for key, value in self.client_props.items():
-            if shorthand and key.startswith(shorthand):
-                conf[key[len(shorthand) :]] = value
-        for key, value in self.client_props.items():
-            if key.startswith(f"{prefix}{role}."):
-                conf[key[len(prefix) + len(role) + 1 :]] = value
-        return conf
-
     def source_consumer(self) -> ClientProps:
         """User settings of the source consumer (bootstrap, security, overrides)."""
-        return self._client("source", "consumer", self.source_bootstrap, "consumer.")
+        return client_settings(self.client_props, "source", "consumer", self.source_bootstrap, "consumer.")
 
     def source_admin(self) -> ClientProps:
         """User settings of the source admin client."""
-        return self._client("source", "admin", self.source_bootstrap)
+        return client_settings(self.client_props, "source", "admin", self.source_bootstrap)
 
     def source_producer(self) -> ClientProps:
         """User settings of a producer on the source: only a failback writes there (the records it
         keeps aside), with the source's settings and ``source.cluster.producer.*`` overrides."""
-        return self._client("source", "producer", self.source_bootstrap)
+        return client_settings(self.client_props, "source", "producer", self.source_bootstrap)
 
     def target_producer(self) -> ClientProps:
         """User settings of the target producer."""
-        return self._client("target", "producer", self.target_bootstrap, "producer.")
+        return client_settings(self.client_props, "target", "producer", self.target_bootstrap, "producer.")
 
     def target_consumer(self) -> ClientProps:
         """User settings of the target coordination consumer (the shadow-group member)."""
-        return self._client("target", "consumer", self.target_bootstrap)
+        return client_settings(self.client_props, "target", "consumer", self.target_bootstrap)
 
     def target_admin(self) -> ClientProps:
         """User settings of the target admin client."""
-        return self._client("target", "admin", self.target_bootstrap)
+        return client_settings(self.client_props, "target", "admin", self.target_bootstrap)
 
     def to_props(self) -> dict[str, str]:
         """The flat Connect form (every key, defaults included), e.g. for task configs."""

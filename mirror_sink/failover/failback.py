@@ -32,7 +32,8 @@ from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.divergence import DivergenceReport, find_and_keep
 from mirror_sink.failover.drift import TopicDrift, find_drift
 from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
-from mirror_sink.failover.failover import Failover, FailoverPlan
+from mirror_sink.failover.failover import Failover
+from mirror_sink.failover.failover_plan import FailoverPlan
 from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
 from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, read_failovers

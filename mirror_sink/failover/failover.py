@@ -6,87 +6,38 @@ them exactly with the offset syncs. Disaster (the source is gone): use the newes
 how old they are. Either way the plan is a table, and nothing is committed unless every selected
 group can be moved: a group active on the target, an unknown group or an offset the mirror has not
 reached stops the whole failover with a message naming it.
+
+``failover_plan`` decides the positions from the source side; here the target side is checked, the
+groups committed and the failover recorded.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
-from mirror_sink.core.checkpoints import checkpoints_topic
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
-from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.failover_plan import FailoverPlan, FailoverPlanner, FailoverRefused, end_reader, stable_end
 from mirror_sink.failover.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
 from mirror_sink.failover.groups import (
     IDLE_STATES,
-    ClusterUnreachable,
     GroupActive,
     commit_offsets,
     committed_offsets,
     list_groups,
 )
-from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints
 from mirror_sink.failover.translation import Translation
-from mirror_sink.topics.source_discovery import SourceDiscovery
-
-_SOURCE_PROBE_S = 10.0
-
-
-class FailoverRefused(Exception):
-    """The failover cannot be done as asked; nothing was committed."""
-
-
-@dataclass
-class FailoverPlan:
-    """What the failover would commit, and how it knows."""
-
-    mode: str  # "planned" (exact, from the offset syncs) or "disaster" (from the newest checkpoints)
-    translations: list[Translation]
-    #: Per group and partition: mirrored records at or after its source offset (what it has left to read).
-    behind: dict[tuple[str, TargetPartition], int] = field(default_factory=dict)
-    checkpoint_age_s: dict[tuple[str, TargetPartition], float] = field(default_factory=dict)
-    unchanged: set[tuple[str, TargetPartition]] = field(default_factory=set)  # target already there or ahead
-    #: The offset syncs read (None: syncs off), and every mirrored target partition with its source
-    #: topic: what the failover record describes.
-    index: OffsetIndex | None = None
-    mirrored: dict[TargetPartition, str] = field(default_factory=dict)
-
-    def table(self) -> str:
-        """The plan as a table for operators."""
-        header = ("group", "topic", "partition", "source offset -> target offset", "records behind")
-        rows: list[tuple[str, ...]] = [header]
-        if self.mode == "disaster":
-            rows = [(*header, "checkpoint age")]
-        for t in self.translations:
-            arrow = f"{t.source_offset} -> {t.target_offset if t.target_offset is not None else '?'}"
-            if (t.group, t.target) in self.unchanged:
-                arrow += " (target group already there or ahead: left)"
-            behind = self.behind.get((t.group, t.target))
-            lag = "" if behind is None else str(behind)
-            row: tuple[str, ...] = (t.group, t.target.topic, str(t.target.partition), arrow, lag)
-            if self.mode == "disaster":
-                row = (*row, f"{self.checkpoint_age_s.get((t.group, t.target), 0.0):.0f} s")
-            rows.append(row)
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
 
 
 class Failover:
-    """Plans and commits a failover for one connector's config."""
+    """Plans (``FailoverPlanner``, then the target side's checks) and commits a failover for one
+    connector's config, and records it on the target."""
 
     def __init__(
         self,
@@ -101,23 +52,11 @@ class Failover:
         #: How messages name the cluster the groups move to ("the old primary" in a failback).
         self.destination = destination
         self._client_id = f"{config.name}-failover"
-        #: Answers a position the offset syncs and checkpoints cannot (a failback's positions still
-        #: inside the data the forward link mirrored), or None.
-        self._untranslated = untranslated
+        self._planner = FailoverPlanner(config, say, untranslated=untranslated)
 
     def plan(self, groups: str | None, wait_caught_up_s: float) -> FailoverPlan:
         """Decide every group's target position; FailoverRefused when any cannot be moved."""
-        pattern = re.compile(groups) if groups else None
-        source_admin = clients.admin(self.config.source_admin(), self._client_id)
-        try:
-            source_groups = list_groups(source_admin, "source", _SOURCE_PROBE_S)
-        except ClusterUnreachable as exc:
-            # Only when no source broker answers: an error the source did answer (an ACL, say)
-            # must not quietly turn an exact failover into one from older checkpoints.
-            self.say(f"source cluster {self.config.source_bootstrap} unreachable ({exc}): using the latest checkpoints")
-            plan = self._from_checkpoints(pattern)
-        else:
-            plan = self._from_syncs(pattern, source_groups, wait_caught_up_s, source_admin)
+        plan = self._planner.plan(groups, wait_caught_up_s)
         self._check_target_groups(plan)
         return plan
 
@@ -197,8 +136,8 @@ class Failover:
         shadow = committed_offsets(
             cfg.target_consumer(), cfg.shadow_group_id, list(plan.mirrored), self._client_id, "target"
         )
-        target = _reader(cfg.target_consumer(), self._client_id)
-        source = _reader(cfg.source_consumer(), self._client_id) if plan.mode == "planned" else None
+        target = end_reader(cfg.target_consumer(), self._client_id)
+        source = end_reader(cfg.source_consumer(), self._client_id) if plan.mode == "planned" else None
         try:
             cuts = []
             for tp, source_topic in sorted(plan.mirrored.items()):
@@ -206,10 +145,10 @@ class Failover:
                 lands = None
                 if plan.index is not None and mirrored_to is not None:
                     lands = plan.index.translate(tp, mirrored_to)
-                source_end = _stable_end(source, source_topic, tp.partition) if source is not None else None
+                source_end = stable_end(source, source_topic, tp.partition) if source is not None else None
                 cuts.append(
                     PartitionCut(
-                        tp, source_topic, mirrored_to, lands, _stable_end(target, tp.topic, tp.partition), source_end
+                        tp, source_topic, mirrored_to, lands, stable_end(target, tp.topic, tp.partition), source_end
                     )
                 )
             return cuts
@@ -217,178 +156,6 @@ class Failover:
             target.close()
             if source is not None:
                 source.close()
-
-    # -- planned: exact, from the offset syncs ---------------------------------------------------
-    def _from_syncs(
-        self, pattern: re.Pattern[str] | None, source_groups: dict[str, str], wait_s: float, source_admin: AdminClient
-    ) -> FailoverPlan:
-        syncs = self.config.offset_syncs_partition
-        if syncs is None:
-            raise FailoverRefused(
-                "offset syncs are off (emit.offset-syncs.enabled=false or transaction.producer=false)"
-            )
-        mapped = self._mapped_partitions(source_admin)
-        self._wait_caught_up(mapped, wait_s)
-        reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
-        try:
-            index = reader.catch_up()
-        finally:
-            reader.close()
-        selected = self._select(pattern, source_groups)
-        translations: list[Translation] = []
-        for group in selected:
-            source = self.config.source_consumer()
-            committed = committed_offsets(source, group, list(mapped), self._client_id, "source")
-            if not committed:
-                self.say(f"group {group} has no committed offset on a mirrored partition: nothing to move")
-            for (topic, partition), offset in sorted(committed.items()):
-                target = mapped[(topic, partition)]
-                translations.append(Translation(group, topic, target, offset, index.translate(target, offset)))
-        translations = self._fill_from_checkpoints(translations)
-        if self._untranslated is not None:
-            answer = self._untranslated
-            translations = [
-                t if t.target_offset is not None else dataclasses.replace(t, target_offset=answer(t, index))
-                for t in translations
-            ]
-        missing = [t for t in translations if t.target_offset is None]
-        across = [(t, gap) for t in missing if (gap := index.gap_in_the_way(t.target, t.source_offset)) is not None]
-        if across:
-            where = ", ".join(
-                f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset} (offsets {a}..{b - 1} were "
-                "skipped: deleted on the source before they were mirrored)"
-                for t, (a, b) in across[:10]
-            )
-            raise FailoverRefused(
-                f"no exact target offset for: {where}. The group's next records were never mirrored, so no target "
-                "offset is exact; offset.gap.policy=skip recorded the ranges in the gaps topic. Move such a group "
-                "by hand past the gap if losing those records is acceptable"
-            )
-        if missing:
-            where = ", ".join(
-                f"{t.group} on {t.source_topic}-{t.target.partition} at {t.source_offset}" for t in missing[:10]
-            )
-            raise FailoverRefused(
-                f"no exact target offset for: {where} (the mirror has not reached it yet: let it catch up or use "
-                "--wait-caught-up SECONDS; or its offset syncs expired (offset-syncs.topic.retention.ms) and no "
-                "checkpoint holds that offset)"
-            )
-        plan = FailoverPlan("planned", translations)
-        plan.behind = _records_behind(translations, index)
-        plan.index = index
-        plan.mirrored = {target: topic for (topic, _), target in mapped.items()}
-        return plan
-
-    def _mapped_partitions(self, source_admin: AdminClient) -> dict[tuple[str, int], TargetPartition]:
-        """Every source partition the connector mirrors, with its target partition."""
-        return {
-            (m.source_topic, p): TargetPartition(m.target_topic, p)
-            for m in SourceDiscovery(self.config, source_admin).discover().values()
-            for p in range(m.source_partitions)
-        }
-
-    def _fill_from_checkpoints(self, translations: list[Translation]) -> list[Translation]:
-        """Where the syncs no longer translate a group's offset (expired), a checkpoint written for
-        that very offset while they did is just as exact."""
-        if all(t.target_offset is not None for t in translations) or not self.config.emit_checkpoints:
-            return translations
-        topic = checkpoints_topic(self.config.source_alias)
-        try:
-            stored = read_checkpoints(self.config.target_consumer(), topic, f"{self._client_id}-checkpoints")
-        except TaskFailure:
-            return translations
-        out = []
-        for t in translations:
-            s = stored.get((t.group, t.target))
-            exact = t.target_offset is None and s is not None and s.checkpoint.upstream_offset == t.source_offset
-            out.append(dataclasses.replace(t, target_offset=s.checkpoint.downstream_offset) if exact and s else t)
-        return out
-
-    def _wait_caught_up(self, mapped: dict[tuple[str, int], TargetPartition], wait_s: float) -> None:
-        """Until the shadow group holds each mapped partition's last stable offset (or ``wait_s`` is up)."""
-        deadline = Deadline(wait_s)
-        source = _reader(self.config.source_consumer(), self._client_id)
-        try:
-            while True:
-                shadow = committed_offsets(
-                    self.config.target_consumer(),
-                    self.config.shadow_group_id,
-                    list(mapped.values()),
-                    self._client_id,
-                    "target",
-                )
-                behind = {}
-                for (topic, partition), target in mapped.items():
-                    end = _stable_end(source, topic, partition)
-                    if end > shadow.get(target, 0):
-                        behind[f"{topic}-{partition}"] = end - shadow.get(target, 0)
-                if not behind:
-                    self.say("the mirror has reached the source's last stable offsets")
-                    return
-                if deadline.passed:
-                    if wait_s > 0:
-                        worst = ", ".join(f"{k} by {v}" for k, v in sorted(behind.items())[:10])
-                        raise FailoverRefused(
-                            f"the mirror did not reach the source's last stable offsets within {wait_s:.0f} s: {worst}"
-                        )
-                    total = sum(behind.values())
-                    self.say(f"note: the mirror is {total} offsets behind the source on {len(behind)} partitions")
-                    return
-                self.say(f"waiting for the mirror: {sum(behind.values())} offsets behind on {len(behind)} partitions")
-                time.sleep(min(2.0, deadline.left(0.1)))
-        finally:
-            source.close()
-
-    def _select(self, pattern: re.Pattern[str] | None, groups: dict[str, str]) -> list[str]:
-        # The mirror's own groups never move: on the target, its source group's name is the shadow group's.
-        own = {self.config.shadow_group_id, self.config.source_group_id}
-        groups = {g: state for g, state in groups.items() if g not in own}
-        if pattern is not None:
-            selected = sorted(g for g in groups if pattern.fullmatch(g))
-            if not selected:
-                known = ", ".join(sorted(groups)[:20]) or "none"
-                raise FailoverRefused(f"no consumer group on the source matches {pattern.pattern!r} (groups: {known})")
-            return selected
-        group_filter = self.config.group_filter()
-        selected = sorted(g for g in groups if group_filter.accepts(g))
-        if not selected:
-            raise FailoverRefused("no consumer group on the source passes groups / groups.exclude")
-        return selected
-
-    # -- disaster: from the newest checkpoints ---------------------------------------------------
-    def _from_checkpoints(self, pattern: re.Pattern[str] | None) -> FailoverPlan:
-        topic = checkpoints_topic(self.config.source_alias)
-        try:
-            stored = read_checkpoints(self.config.target_consumer(), topic, f"{self._client_id}-checkpoints")
-        except TaskFailure as exc:
-            raise FailoverRefused(f"the source is unreachable and the checkpoints cannot be read: {exc}") from exc
-        groups = {g for g, _ in stored}
-        selected = set(self._select(pattern, dict.fromkeys(groups, "UNKNOWN")))
-        now_ms = time.time() * 1000
-        plan = FailoverPlan("disaster", [])
-        for (group, target), s in sorted(stored.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-            if group not in selected:
-                continue
-            cp = s.checkpoint
-            upstream_topic = target.topic  # the source name is not in a checkpoint; show the target's
-            plan.translations.append(
-                Translation(group, upstream_topic, target, cp.upstream_offset, cp.downstream_offset)
-            )
-            plan.checkpoint_age_s[(group, target)] = max(0.0, (now_ms - s.timestamp_ms) / 1000)
-        oldest = max(plan.checkpoint_age_s.values(), default=0.0)
-        self.say(
-            f"using {len(plan.translations)} checkpoints of {len(selected)} groups; the oldest is {oldest:.0f} s old"
-        )
-        syncs = self.config.offset_syncs_partition
-        if syncs is not None:  # the syncs live on the target, which is still here
-            reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
-            try:
-                plan.index = reader.catch_up()
-            finally:
-                reader.close()
-            plan.behind = _records_behind(plan.translations, plan.index)
-            plan.mirrored = dict(plan.index.source_topics)
-        return plan
 
     # -- the target side -------------------------------------------------------------------------
     def _refuse_active(self, groups: set[str]) -> None:
@@ -431,33 +198,3 @@ def create_compacted(admin: AdminClient, topic: str, replication_factor: int) ->
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise TaskFailure(f"cannot create {topic!r} on the target: {exc.args[0].str()}") from exc
-
-
-def _records_behind(translations: list[Translation], index: OffsetIndex) -> dict[tuple[str, TargetPartition], int]:
-    out = {}
-    for t in translations:
-        part = index.partitions.get(t.target)
-        if part is not None:
-            out[(t.group, t.target)] = part.records_from(t.source_offset)
-    return out
-
-
-def _reader(props: dict[str, str], client_id: str) -> Consumer:
-    return Consumer(
-        {
-            **props,
-            "logger": LIBRDKAFKA_LOG,
-            "client.id": client_id,
-            "group.id": f"{client_id}-probe",
-            "isolation.level": "read_committed",
-        }
-    )
-
-
-def _stable_end(consumer: Consumer, topic: str, partition: int) -> int:
-    """The partition's last stable offset (a read_committed consumer's watermark query returns it)."""
-    try:
-        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
-    except KafkaException as exc:
-        raise TaskFailure(f"cannot read the end offset of {topic}-{partition}: {exc.args[0].str()}") from exc
-    return int(end)

@@ -111,14 +111,14 @@ class HerderQueries:
 
     def lag(self, name: str) -> list[PartitionLag]:
         """The connector's last measured lag per target partition (empty before the first round)."""
-        monitor = self.worker.running(name).lag
+        monitor = self.worker.running(name).services.lag
         last = dict(monitor.last) if monitor is not None else {}
         return [PartitionLag(t, p, n, s) for (t, p), (n, s) in sorted(last.items())]
 
     def verified(self, name: str) -> dict[tuple[str, int], int]:
         """Per target partition, the target offset background verification has compared up to
         (empty with verify.enabled=false or before its first round)."""
-        verifier = self.worker.running(name).verifier
+        verifier = self.worker.running(name).services.verifier
         positions = verifier.positions() if verifier is not None else {}
         return {(tp.topic, tp.partition): offset for tp, offset in positions.items()}
 
@@ -129,7 +129,7 @@ class HerderQueries:
     def drills(self, name: str, *, fresh: bool = False) -> list[dict[str, Any]]:
         """The connector's newest kept DR drill reports, newest first (empty before the first read or
         with offset syncs off); ``fresh`` reads them again first (Conflict when that fails)."""
-        watch = self.worker.running(name).drills
+        watch = self.worker.running(name).services.drills
         if watch is None:
             return []
         if fresh:
@@ -142,7 +142,7 @@ class HerderQueries:
 
     def verify_mismatches(self, name: str) -> int:
         """Mismatches background verification found in this process (0 when it is off)."""
-        verifier = self.worker.running(name).verifier
+        verifier = self.worker.running(name).services.verifier
         return verifier.mismatches if verifier is not None else 0
 
     def mirrored_records(self, name: str) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from mirror_sink.topics.topic_provisioner import leader_ids, split_by_leader
+from mirror_sink.topics.leader_wait import leader_ids, split_by_leader
 
 pytestmark = pytest.mark.unit
 

@@ -158,7 +158,7 @@ def test_group_filter_has_mm2s_defaults() -> None:
 
 
 def test_failover_table_names_each_group_partition() -> None:
-    from mirror_sink.failover.failover import FailoverPlan
+    from mirror_sink.failover.failover_plan import FailoverPlan
     from mirror_sink.failover.translation import Translation
 
     plan = FailoverPlan("planned", [Translation("g", "orders", TP, 100, 140), Translation("h", "orders", TP, 5, 6)])
@@ -279,12 +279,12 @@ def test_failover_never_selects_the_mirrors_own_groups() -> None:
     import re
 
     from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-    from mirror_sink.failover.failover import Failover
+    from mirror_sink.failover.failover_plan import FailoverPlanner
 
     cfg = MirrorSinkConfig.parse(
         {"name": "m", "source.cluster.bootstrap.servers": "a:1", "target.cluster.bootstrap.servers": "b:1"}
     )
-    failover = Failover(cfg, say=lambda _: None)
+    failover = FailoverPlanner(cfg, say=lambda _: None)
     groups = {"connect-m": "EMPTY", "billing": "EMPTY", "console-consumer-7": "EMPTY"}
     # On the target, connect-m is the shadow group: moving it would overwrite the mirror's own offsets.
     assert failover._select(re.compile(".*"), groups) == ["billing", "console-consumer-7"]
