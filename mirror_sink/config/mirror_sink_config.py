@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from mirror_sink.config.client_settings import ClientProps, client_settings
 from mirror_sink.config.connect_keys import did_you_mean, split_keys
 from mirror_sink.core import plugins
+from mirror_sink.core.data_path import PathSettings
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.metric_names import (
     DEFAULT_METRIC_NAMES_FORMATS,
@@ -339,6 +340,22 @@ class MirrorSinkConfig(BaseModel):
     def target_admin(self) -> ClientProps:
         """User settings of the target admin client."""
         return client_settings(self.client_props, "target", "admin", self.target_bootstrap)
+
+    def path_settings(self, client_id: str, transactional_id: str | None) -> PathSettings:
+        """What a data path for the task slot ``client_id`` (``transactional_id``: its producer's,
+        None for at least once) is built from."""
+        return PathSettings(
+            source_props=self.source_consumer(),
+            target_props=self.target_producer(),
+            target_admin_props=self.target_admin(),
+            client_id=client_id,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+            group_id=self.shadow_group_id,
+            memory_bytes=self.buffer_memory,
+            chunk_bytes=max(self.transaction_max_bytes // 4, 1),
+            sync_partition=self.offset_syncs_partition,
+        )
 
     def to_props(self) -> dict[str, str]:
         """The flat Connect form (every key, defaults included), e.g. for task configs."""

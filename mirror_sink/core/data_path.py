@@ -65,6 +65,23 @@ class Committer(Protocol):
 
 
 @dataclass(frozen=True)
+class PathSettings:
+    """What a task slot's data path is built from: each cluster's client settings, the slot's
+    identities and the cycle's bounds (``MirrorSinkConfig.path_settings`` makes it)."""
+
+    source_props: Mapping[str, str]
+    target_props: Mapping[str, str]
+    target_admin_props: Mapping[str, str]
+    client_id: str
+    transactional_id: str | None  # None: at least once (``transaction.producer=false``)
+    transaction_timeout_ms: int
+    group_id: str  # the shadow group
+    memory_bytes: int  # raw mode's budget for data fetched and not yet acknowledged
+    chunk_bytes: int  # how much one copy call takes into the cycle at most
+    sync_partition: TargetPartition | None  # where offset syncs go (None: not written)
+
+
+@dataclass(frozen=True)
 class FetchSessionCounts:
     """Raw mode's Fetches to the source: sent by kind and session resets by reason (since the
     start), and the fetch sessions held now with the partitions in them."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from mirror_sink.core.data_path import Copied, FetchSessionCounts
+from mirror_sink.core.data_path import Copied, FetchSessionCounts, PathSettings
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -34,21 +34,15 @@ _DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024
 class RawPath:
     """Fetcher + produce pipeline for one task; the committer wraps the pipeline in target transactions."""
 
-    def __init__(
-        self,
-        *,
-        source_props: Mapping[str, str],
-        target_props: Mapping[str, str],
-        target_admin_props: Mapping[str, str],
-        client_id: str,
-        transactional_id: str | None,
-        transaction_timeout_ms: int,
-        group_id: str,
-        memory_bytes: int,
-        chunk_bytes: int,
-        log: Log,
-        sync_partition: TargetPartition | None = None,
-    ) -> None:
+    @classmethod
+    def open(cls, settings: PathSettings, log: Log) -> RawPath:
+        """The raw path of a task slot: connections to both clusters (the producer id is taken by
+        ``committer.start``)."""
+        return cls(settings, log)
+
+    def __init__(self, settings: PathSettings, log: Log) -> None:
+        source_props, memory_bytes, client_id = settings.source_props, settings.memory_bytes, settings.client_id
+        transactional_id, transaction_timeout_ms = settings.transactional_id, settings.transaction_timeout_ms
         self.log = log
         self.budget = MemoryBudget(memory_bytes)
         fetch_max = int(source_props.get("fetch.max.bytes", _DEFAULT_FETCH_MAX_BYTES))
@@ -61,7 +55,7 @@ class RawPath:
             wires.append(source)
             # Produce requests must not outlive the transaction that carries them.
             timeout_ms = min(30_000, transaction_timeout_ms)
-            target = WireClient(target_props, "target", f"{client_id}-raw-producer", 16 << 20, timeout_ms)
+            target = WireClient(settings.target_props, "target", f"{client_id}-raw-producer", 16 << 20, timeout_ms)
             wires.append(target)
             self.fetcher = RawFetcher(
                 source,
@@ -74,7 +68,7 @@ class RawPath:
                 target,
                 transactional_id=transactional_id,
                 transaction_timeout_ms=transaction_timeout_ms,
-                group_id=group_id,
+                group_id=settings.group_id,
             )
             self.producer = ProducePipeline(
                 target,
@@ -93,9 +87,9 @@ class RawPath:
         self._woken = False
         # Acknowledgements free memory in copy() and while a commit waits for the last of them.
         self.budget.on_give_back = self.fetching.nudge
-        self.committer = RawCommitter(self.transactions, self.producer, sync_partition)
-        self.forwarder = BatchForwarder(self.producer, self.budget, log, target_admin_props, client_id)
-        self._chunk_bytes = chunk_bytes
+        self.committer = RawCommitter(self.transactions, self.producer, settings.sync_partition)
+        self.forwarder = BatchForwarder(self.producer, self.budget, log, settings.target_admin_props, client_id)
+        self._chunk_bytes = settings.chunk_bytes
         self._position: dict[SourcePartition, int] = {}
         #: The leader epoch of the last batch put in the cycle, per partition (KIP-320).
         self._epoch: dict[SourcePartition, int] = {}

@@ -7,7 +7,9 @@ from functools import partial
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from mirror_sink.core.data_path import Committer, Copied
+from mirror_sink.core import clients
+from mirror_sink.core.authorization import ClientIdentity
+from mirror_sink.core.data_path import Committer, Copied, PathSettings
 from mirror_sink.core.errors import Retriable, SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
@@ -30,6 +32,29 @@ _ABANDONED_PRODUCERS: list[Producer] = []
 
 class RecordPath:
     """The source consumer's records, produced one by one through the (transactional) producer."""
+
+    @classmethod
+    def open(cls, settings: PathSettings, source: Consumer, log: Log) -> RecordPath:
+        """The record path of a task slot, reading with ``source``: a librdkafka producer on the
+        target, transactional under the slot's transactional.id when it has one."""
+        syncs = settings.sync_partition
+        identity = ClientIdentity("target", settings.target_props, settings.transactional_id, settings.group_id)
+        deliveries = DeliveryTracker(track_offsets=syncs is not None, identity=identity)
+        producer = clients.target_producer(
+            {**settings.target_props, "on_delivery": deliveries},
+            client_id=f"{settings.client_id}-producer",
+            transactional_id=settings.transactional_id,
+            transaction_timeout_ms=settings.transaction_timeout_ms,
+        )
+        return cls(
+            source,
+            producer=producer,
+            deliveries=deliveries,
+            transactional=settings.transactional_id is not None,
+            timeout_s=settings.transaction_timeout_ms / 1000,
+            log=log,
+            sync_topic=syncs.topic if syncs is not None else None,
+        )
 
     def __init__(
         self,

@@ -9,13 +9,10 @@ from __future__ import annotations
 from confluent_kafka import Consumer
 
 from mirror_sink.config.mirror_sink_config import MirrorMode, MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.authorization import ClientIdentity
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.logs import Log
 from mirror_sink.raw.capabilities import RawUnsupported, unsupported
 from mirror_sink.raw.raw_path import RawPath
-from mirror_sink.record.committers import DeliveryTracker
 from mirror_sink.record.record_path import RecordPath
 
 
@@ -35,43 +32,15 @@ def open_data_path(
     it faster). Raises RawUnsupported when ``mirror.mode=raw`` cannot be honoured.
     """
     cfg = config
+    settings = cfg.path_settings(client_id, transactional_id)
     if cfg.mirror_mode is not MirrorMode.RECORD and not record_mode:
-        blockers = unsupported(cfg.source_consumer()) + unsupported(cfg.target_producer())
+        blockers = unsupported(settings.source_props) + unsupported(settings.target_props)
         try:
             if blockers:
                 raise RawUnsupported(f"the raw path's client cannot honour {', '.join(blockers)}")
-            return "raw", RawPath(
-                source_props=cfg.source_consumer(),
-                target_props=cfg.target_producer(),
-                target_admin_props=cfg.target_admin(),
-                client_id=client_id,
-                transactional_id=transactional_id,
-                transaction_timeout_ms=cfg.transaction_timeout_ms,
-                group_id=cfg.shadow_group_id,
-                memory_bytes=cfg.buffer_memory,
-                chunk_bytes=max(cfg.transaction_max_bytes // 4, 1),
-                log=log,
-                sync_partition=cfg.offset_syncs_partition,
-            )
+            return "raw", RawPath.open(settings, log)
         except RawUnsupported as exc:
             if cfg.mirror_mode is MirrorMode.RAW:
                 raise
             log.warning("mirror.mode=auto falls back to record mode: %s", exc)
-    syncs = cfg.offset_syncs_partition
-    identity = ClientIdentity("target", cfg.target_producer(), transactional_id, cfg.shadow_group_id)
-    deliveries = DeliveryTracker(track_offsets=syncs is not None, identity=identity)
-    producer = clients.target_producer(
-        {**cfg.target_producer(), "on_delivery": deliveries},
-        client_id=f"{client_id}-producer",
-        transactional_id=transactional_id,
-        transaction_timeout_ms=cfg.transaction_timeout_ms,
-    )
-    return "record", RecordPath(
-        source,
-        producer=producer,
-        deliveries=deliveries,
-        transactional=transactional_id is not None,
-        timeout_s=cfg.transaction_timeout_ms / 1000,
-        log=log,
-        sync_topic=syncs.topic if syncs is not None else None,
-    )
+    return "record", RecordPath.open(settings, source, log)
