@@ -19,7 +19,7 @@ import socket
 import ssl
 import struct
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,21 +153,27 @@ def probe(
     *,
     pool: Executor | None = None,
 ) -> Unreachable | None:
-    """``Unreachable`` when none of ``bootstrap``'s addresses accepts a TCP connection; None when one
-    does. The addresses are tried at once, so the answer takes at most about ``timeout_s``: on
-    ``pool`` (a prober that comes back every few seconds keeps one, ``PROBE_THREADS`` wide), else on
-    threads made for this probe."""
+    """``Unreachable`` when none of ``bootstrap``'s addresses accepts a TCP connection (and answers,
+    with a ``failure`` that asks); None as soon as one does. The addresses are tried at once, so the
+    answer takes at most about ``timeout_s`` (plus the ask's own timeout), and no longer than the
+    first healthy address takes: on ``pool`` (a prober that comes back every few seconds keeps one,
+    ``PROBE_THREADS`` wide), else on threads made for this probe."""
     addresses = bootstrap_addresses(bootstrap)
     if not addresses:
         return Unreachable(cluster, alias, (f"bootstrap.servers {bootstrap!r} names no host:port",))
-    if pool is not None:
-        reasons = list(pool.map(lambda a: failure(a[0], a[1], timeout_s), addresses))
-    else:
-        with ThreadPoolExecutor(max_workers=min(len(addresses), PROBE_THREADS), thread_name_prefix="probe") as own:
-            reasons = list(own.map(lambda a: failure(a[0], a[1], timeout_s), addresses))
-    if any(r is None for r in reasons):
-        return None
-    return Unreachable(cluster, alias, tuple(r for r in reasons if r is not None))
+    runner = pool or ThreadPoolExecutor(max_workers=min(len(addresses), PROBE_THREADS), thread_name_prefix="probe")
+    try:
+        futures = {runner.submit(failure, host, port, timeout_s): i for i, (host, port) in enumerate(addresses)}
+        reasons: dict[int, str] = {}
+        for done in as_completed(futures):
+            reason = done.result()
+            if reason is None:  # one address answers: the cluster can be reached
+                return None
+            reasons[futures[done]] = reason
+    finally:
+        if pool is None:  # the probe's own threads end with their attempts; nobody waits for them
+            runner.shutdown(wait=False, cancel_futures=True)
+    return Unreachable(cluster, alias, tuple(reasons[i] for i in sorted(reasons)))
 
 
 class Outage:

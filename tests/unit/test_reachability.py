@@ -199,3 +199,15 @@ def test_a_cluster_whose_every_listener_is_silent_is_unreachable(silent_port: in
     assert "does not answer within 0.5 s" in str(found)
     both = f"127.0.0.1:{silent_port},127.0.0.1:{answering_port}"
     assert probe("source", "east", both, failure=ask_kafka_briefly) is None
+
+
+def test_a_cluster_is_reachable_as_soon_as_one_address_answers(silent_port: int, answering_port: int) -> None:
+    """A hung broker among healthy ones must not hold every probe for the whole answer timeout."""
+
+    def ask_kafka_patiently(host: str, port: int, timeout_s: float) -> str | None:
+        return connect_failure(host, port, timeout_s, ask_kafka(5.0))
+
+    started = time.monotonic()
+    both = f"127.0.0.1:{silent_port},127.0.0.1:{answering_port}"
+    assert probe("source", "east", both, failure=ask_kafka_patiently) is None
+    assert time.monotonic() - started < 2.5, "waited for the silent address"
