@@ -23,25 +23,7 @@ from confluent_kafka.admin import AdminClient
 
 from bench.common.console import log
 from bench.mm2 import TARGET_ALIAS
-from devkafka.data import committed_offsets
-
-
-def drain(
-    consumer: Consumer, pending: set[int], on_message: Callable[[Message], None], timeout_s: float, what: str
-) -> None:
-    """Consume until every partition of ``pending`` has reported EOF (``pending`` is emptied)."""
-    deadline = time.monotonic() + timeout_s
-    while pending:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: partitions {sorted(pending)} not at their end after {timeout_s:.0f} s")
-        for msg in consumer.consume(10_000, 0.5):
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition() or 0)
-                    continue
-                raise KafkaException(err)
-            on_message(msg)
+from devkafka.data import committed_offsets, drain
 
 
 def commit_source_group(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -328,6 +328,25 @@ def end_offsets(bootstrap: Address, topic: str, *, isolation: str = "read_commit
         consumer.close()
 
 
+def drain(
+    consumer: Consumer, pending: set[int], on_message: Callable[[Message], None], timeout_s: float, what: str
+) -> None:
+    """Consume until every partition of ``pending`` has reported EOF or been discarded by ``on_message``
+    (``pending`` is emptied); ``TimeoutError`` naming ``what`` and the partitions left after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: partitions {sorted(pending)} not at their end after {timeout_s:.0f} s")
+        for msg in consumer.consume(10_000, 0.5):
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition() or 0)
+                    continue
+                raise KafkaException(err)
+            on_message(msg)
+
+
 def read_all(
     bootstrap: Address,
     topic: str,
@@ -350,22 +369,15 @@ def read_all(
     out: dict[int, list[Rec]] = {p: [] for p in ends}
     pending = {p for p, end in ends.items() if end > 0}
     consumer.assign([TopicPartition(topic, p, 0) for p in pending])
-    deadline = time.monotonic() + timeout
+
+    def keep(msg: Message) -> None:
+        rec = rec_from_message(msg)
+        out[rec.partition].append(rec)
+        if rec.offset + 1 >= ends[rec.partition]:
+            pending.discard(rec.partition)
+
     try:
-        while pending:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic!r}: partitions {sorted(pending)} not at their end in {timeout} s")
-            for msg in consumer.consume(10_000, 0.5):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition() or 0)
-                        continue
-                    raise KafkaException(err)
-                rec = rec_from_message(msg)
-                out[rec.partition].append(rec)
-                if rec.offset + 1 >= ends[rec.partition]:
-                    pending.discard(rec.partition)
+        drain(consumer, pending, keep, timeout, f"reading {topic!r}")
     finally:
         consumer.close()
     return out

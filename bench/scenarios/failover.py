@@ -64,7 +64,6 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from bench.common.console import log, tail
 from bench.consumer_groups import (
     commit_source_group,
-    drain,
     group_states,
     mm2_checkpoints,
     mm2_offset_syncs,
@@ -81,7 +80,7 @@ from bench.mm2 import (
 )
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
-from devkafka.data import committed_offsets, create_topic, end_offsets
+from devkafka.data import committed_offsets, create_topic, drain, end_offsets
 from devkafka.jars import KafkaJars
 from devkafka.paths import kafka_version
 from devkafka.raw_batches import read_committed_batches

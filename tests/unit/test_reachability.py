@@ -8,7 +8,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import trustme
@@ -109,10 +109,8 @@ def test_setting_the_interrupt_ends_a_retry_wait_at_once() -> None:
     assert len(attempts) == 1
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """Accepts every connection and never sends a byte, as a link whose far side is gone."""
-    held: list[socket.socket] = []
+def _listening(handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A loopback listener whose thread hands each accepted connection to ``handle``; yields its port."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
@@ -120,10 +118,17 @@ def silent_port() -> Iterator[int]:
         def accept() -> None:
             with contextlib.suppress(OSError):
                 while True:
-                    held.append(server.accept()[0])
+                    handle(server.accept()[0])
 
         threading.Thread(target=accept, daemon=True).start()
         yield server.getsockname()[1]
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """Accepts every connection and never sends a byte, as a link whose far side is gone."""
+    held: list[socket.socket] = []
+    yield from _listening(held.append)
     for conn in held:
         conn.close()
 
@@ -131,20 +136,13 @@ def silent_port() -> Iterator[int]:
 @pytest.fixture
 def answering_port() -> Iterator[int]:
     """Reads a request and answers with a few bytes, as any Kafka listener answers ApiVersions."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
 
-        def serve() -> None:
-            with contextlib.suppress(OSError):
-                while True:
-                    conn = server.accept()[0]
-                    with conn:
-                        conn.recv(64)
-                        conn.sendall(b"\0\0\0\x04\0\0\0\0")
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(64)
+            conn.sendall(b"\0\0\0\x04\0\0\0\0")
 
-        threading.Thread(target=serve, daemon=True).start()
-        yield server.getsockname()[1]
+    yield from _listening(answer)
 
 
 @pytest.fixture
@@ -152,19 +150,12 @@ def tls_port() -> Iterator[int]:
     """A TLS listener with a certificate the probe has never seen; it completes handshakes."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     trustme.CA().issue_cert("broker.test").configure_cert(context)
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
 
-        def serve() -> None:
-            with contextlib.suppress(OSError):
-                while True:
-                    conn = server.accept()[0]
-                    with contextlib.suppress(OSError), context.wrap_socket(conn, server_side=True) as tls:
-                        tls.recv(1)
+    def handshake(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError), context.wrap_socket(conn, server_side=True) as tls:
+            tls.recv(1)
 
-        threading.Thread(target=serve, daemon=True).start()
-        yield server.getsockname()[1]
+    yield from _listening(handshake)
 
 
 def test_a_listener_that_accepts_and_stays_silent_is_named_as_silent(silent_port: int) -> None:
