@@ -216,7 +216,7 @@ class MirrorSinkConfig(BaseModel):
                     "and transaction.producer=true (the defaults)"
                 ]
             if parsed.mirror_mode is MirrorMode.RAW:
-                blockers = unsupported(parsed.source_consumer()) + unsupported(parsed.target_producer())
+                blockers = raw_mode_blockers(parsed)
                 if blockers:
                     problems["mirror.mode"] = [
                         f"raw mode cannot honour the client settings {', '.join(blockers)}; use record or auto"
@@ -347,7 +347,6 @@ class MirrorSinkConfig(BaseModel):
         return PathSettings(
             source_props=self.source_consumer(),
             target_props=self.target_producer(),
-            target_admin_props=self.target_admin(),
             client_id=client_id,
             transactional_id=transactional_id,
             transaction_timeout_ms=self.transaction_timeout_ms,
@@ -450,3 +449,14 @@ KEY_DOCS: dict[str, str] = {
     "kafka_connect_plugins_*{connector,task,source,target,topic,partition}; legacy,new: both, with the same "
     "values (for a migration; twice the series). Kafka 5.0 removes the legacy names.",
 }
+
+
+def raw_mode_blockers(config: MirrorSinkConfig) -> list[str]:
+    """The client settings of ``config`` that raw mode's own client cannot honour (empty: none)."""
+    return unsupported(config.source_consumer()) + unsupported(config.target_producer())
+
+
+def may_forward_batches(config: MirrorSinkConfig) -> bool:
+    """Whether a task of ``config`` may run in raw mode: ``mirror.mode`` allows it and no client
+    setting stands in its way (``mirror.mode=auto`` may still measure record mode faster)."""
+    return config.mirror_mode is not MirrorMode.RECORD and not raw_mode_blockers(config)

@@ -71,7 +71,6 @@ class PathSettings:
 
     source_props: Mapping[str, str]
     target_props: Mapping[str, str]
-    target_admin_props: Mapping[str, str]
     client_id: str
     transactional_id: str | None  # None: at least once (``transaction.producer=false``)
     transaction_timeout_ms: int
@@ -122,6 +121,11 @@ class DataPath(Protocol):
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
         """Stop reading these partitions."""
+
+    def limit_batches(self, max_message_bytes: Mapping[str, int]) -> None:
+        """The target topics' max.message.bytes, by name, as the topic mappings last read them: raw
+        mode re-encodes a batch larger than its topic takes (record mode's producer makes its own
+        batches, and ignores them). Given before the first ``assign`` and whenever they change."""
 
     def rewind(
         self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None

@@ -14,14 +14,8 @@ from __future__ import annotations
 import struct
 import time
 from collections import Counter
-from collections.abc import Mapping
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource
-
-from mirror_sink.core import clients
-from mirror_sink.core.authorization import denial
-from mirror_sink.core.errors import RecoverableTaskFailure
+from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -33,7 +27,7 @@ from mirror_sink.raw.reencode import reencode
 
 SMALL_BATCH_BYTES = 4096
 SAMPLE_BATCHES = 1000
-#: The broker's default max.message.bytes, where a topic sets none.
+#: The broker's default max.message.bytes (where a broker's answer leaves a topic's out).
 TARGET_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
 _INT64 = struct.Struct(">q")
 
@@ -41,14 +35,7 @@ _INT64 = struct.Struct(">q")
 class BatchForwarder:
     """Hands batches to the pipeline, as they are or re-encoded, and keeps the counts of both."""
 
-    def __init__(
-        self,
-        producer: ProducePipeline,
-        budget: MemoryBudget,
-        log: Log,
-        target_admin_props: Mapping[str, str],
-        client_id: str,
-    ) -> None:
+    def __init__(self, producer: ProducePipeline, budget: MemoryBudget, log: Log) -> None:
         self.producer = producer
         self.budget = budget
         self.log = log
@@ -59,10 +46,8 @@ class BatchForwarder:
         self._advised = False
         self._stats: dict[TargetPartition, CycleStats] = {}
         self._explained: set[tuple[SourcePartition, ReencodeReason]] = set()
-        self._limits: dict[str, int] = {}
-        self._admin: AdminClient | None = None
-        self._admin_props = dict(target_admin_props)
-        self._client_id = client_id
+        #: Each target topic's max.message.bytes, from the topic mappings (``DataPath.limit_batches``).
+        self.limits: dict[str, int] = {}
 
     def send(self, tp: SourcePartition, target_tp: TargetPartition, item: Fetched, stop: int | None) -> tuple[int, int]:
         """Put ``item``'s batch into the pipeline for ``target_tp`` (nothing at or past ``stop``);
@@ -140,28 +125,7 @@ class BatchForwarder:
         stats.add(records, len(batch), first, last, int(time.time() * 1000))
 
     def _max_message_bytes(self, topic: str) -> int:
-        limit = self._limits.get(topic)
-        if limit is None:
-            limit = self._limits[topic] = self._describe_limit(topic)
+        limit = self.limits.get(topic)
+        if limit is None:  # the task gives every mapped topic's limit before it assigns a partition
+            raise TaskFailure(f"internal error: no max.message.bytes known for target topic {topic!r}")
         return limit
-
-    def _describe_limit(self, topic: str) -> int:
-        if self._admin is None:
-            self._admin = clients.admin(self._admin_props, f"{self._client_id}-raw-admin")
-        try:
-            futures = self._admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
-            entries = next(iter(futures.values())).result(30)
-        except KafkaException as exc:
-            err = exc.args[0]
-            code = err.code() if isinstance(err, KafkaError) else -1
-            denied = denial(
-                code, "target", self._admin_props, "DESCRIBE_CONFIGS", [topic], implied_by="ALTER_CONFIGS",
-                cause="reading max.message.bytes",
-            )  # fmt: skip
-            if denied is not None:
-                raise denied from exc
-            raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
-        except Exception as exc:  # a timeout: new clients may fare better
-            raise RecoverableTaskFailure(f"cannot read max.message.bytes of target topic {topic!r}: {exc}") from exc
-        entry = entries.get("max.message.bytes")
-        return int(entry.value) if entry is not None and entry.value else TARGET_MAX_MESSAGE_BYTES

@@ -88,7 +88,7 @@ class RawPath:
         # Acknowledgements free memory in copy() and while a commit waits for the last of them.
         self.budget.on_give_back = self.fetching.nudge
         self.committer = RawCommitter(self.transactions, self.producer, settings.sync_partition)
-        self.forwarder = BatchForwarder(self.producer, self.budget, log, settings.target_admin_props, client_id)
+        self.forwarder = BatchForwarder(self.producer, self.budget, log)
         self._chunk_bytes = settings.chunk_bytes
         self._position: dict[SourcePartition, int] = {}
         #: The leader epoch of the last batch put in the cycle, per partition (KIP-320).
@@ -127,6 +127,10 @@ class RawPath:
             self._position.pop(tp, None)
             self._epoch.pop(tp, None)
             self._target.pop(tp, None)
+
+    def limit_batches(self, max_message_bytes: Mapping[str, int]) -> None:
+        """Batches for these target topics are re-encoded where larger than their limit."""
+        self.forwarder.limits.update(max_message_bytes)
 
     def rewind(
         self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None

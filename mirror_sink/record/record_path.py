@@ -109,6 +109,9 @@ class RecordPath:
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in tps])
         self._rewound.difference_update(tps)
 
+    def limit_batches(self, max_message_bytes: Mapping[str, int]) -> None:
+        """Nothing: the producer makes its own batches, and the target refuses a record too large."""
+
     def rewind(
         self, offsets: Mapping[SourcePartition, int], leader_epochs: Mapping[SourcePartition, int] | None = None
     ) -> None:

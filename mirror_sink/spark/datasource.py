@@ -1,7 +1,8 @@
 """The ``mirror-sink`` PySpark data source: a planning stream reader and a copying stream writer.
 
 The reader only plans. Its offsets are ``{"topic:partition": next source offset}``; each micro-batch
-row is a range descriptor ``(topic, partition, start, end)``, so no record data passes through the
+row is a range descriptor ``(topic, partition, start, end, max_message_bytes)`` (the last: the
+target topic's, where raw mode may forward batches, else null), so no record data passes through the
 JVM. The writer, on executors, copies each range with the worker's data path (raw or record mode, as
 ``mirror.mode`` says) in target transactions that also commit the range's progress to the shadow
 group (``range_copier``).
@@ -48,7 +49,7 @@ from mirror_sink.topics.topic_provisioner import TopicProvisioner
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "topic string, partition int, start long, end long"
+SCHEMA = "topic string, partition int, start long, end long, max_message_bytes long"
 
 
 def _config(options: dict[str, str]) -> MirrorSinkConfig:
@@ -85,6 +86,8 @@ class RangePartition(InputPartition):
     partition: int
     start: int
     end: int
+    #: The target topic's max.message.bytes where raw mode may forward batches (None: record mode).
+    max_message_bytes: int | None = None
 
 
 class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -101,6 +104,8 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 "reads the source's log sizes with the raw path's client, which cannot take " + ", ".join(refused),
             )
         self.stop_at: dict[str, int] | None = None
+        #: Each source topic's target max.message.bytes, as the latest planning read it.
+        self._limits: dict[str, int | None] = {}
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: mirror up to the source end offsets of this moment, then stop."""
@@ -115,7 +120,9 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             clients.admin(cfg.source_admin(), f"{cfg.name}-spark-planner"),
             clients.admin(cfg.target_admin(), f"{cfg.name}-spark-planner"),
         )
-        return provisioner.reconcile()
+        mappings = provisioner.reconcile()
+        self._limits = {m.source_topic: m.target_max_message_bytes for m in mappings.values()}
+        return mappings
 
     def _watermarks(self, partitions: list[SourcePartition]) -> dict[SourcePartition, tuple[int, int]]:
         """(log start offset, last stable offset) of each partition."""
@@ -209,13 +216,15 @@ class MirrorSinkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             topic, p = key.rsplit(":", 1)
             begin = start.get(key, stop)
             if stop > begin:
-                out.append(RangePartition(topic, int(p), begin, stop))
+                if topic not in self._limits:  # a batch replanned from the checkpoint after a restart
+                    self._mappings()
+                out.append(RangePartition(topic, int(p), begin, stop, self._limits.get(topic)))
         return out
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[str, int, int, int]]:
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, int, int, int, int | None]]:
         """The range descriptor itself (records never enter the JVM)."""
         assert isinstance(partition, RangePartition)
-        yield (partition.topic, partition.partition, partition.start, partition.end)
+        yield (partition.topic, partition.partition, partition.start, partition.end, partition.max_message_bytes)
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing: progress lives in the shadow group, committed by the writer's transactions."""
@@ -243,7 +252,9 @@ class MirrorSinkStreamWriter(DataSourceStreamWriter):
         config = _config(self.options)
         records = ranges = skipped = 0
         for row in iterator:
-            result = copy_range(config, row.topic, row.partition, row.start, row.end)
+            result = copy_range(
+                config, row.topic, row.partition, row.start, row.end, max_message_bytes=row.max_message_bytes
+            )
             records += result.copied
             ranges += 1
             skipped += int(result.skipped)

@@ -53,8 +53,11 @@ def transactional_id(connector: str, topic: str, partition: int) -> str:
     return f"{connector}.{topic}.{partition}"
 
 
-def copy_range(config: MirrorSinkConfig, topic: str, partition: int, start: int, end: int) -> RangeResult:
-    """Mirror records [start, end) of ``topic``-``partition`` and commit ``end`` to the shadow group."""
+def copy_range(
+    config: MirrorSinkConfig, topic: str, partition: int, start: int, end: int, *, max_message_bytes: int | None = None
+) -> RangeResult:
+    """Mirror records [start, end) of ``topic``-``partition`` and commit ``end`` to the shadow group
+    (``max_message_bytes``: the target topic's, as the planner read it; None where it read none)."""
     target_topic = config.replication_policy().format_remote_topic(config.source_alias, topic)
     slot = transactional_id(config.name, topic, partition)
     context = context_logger(__name__, f"{config.name} {topic}-{partition}", connector=config.name)
@@ -67,6 +70,8 @@ def copy_range(config: MirrorSinkConfig, topic: str, partition: int, start: int,
         committer = path.committer
         committer.start()  # fences the previous holder of this partition and aborts its open transaction
         target = TargetPartition(target_topic, partition)
+        if max_message_bytes is not None:
+            path.limit_batches({target_topic: max_message_bytes})
         timeout_s = config.transaction_timeout_ms / 1000
         commit = read_stable_commits(shadow, [target], give_up_after_s=timeout_s + 30)[target]
         committed = None if commit is None else commit.offset

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer
 
-from mirror_sink.config.mirror_sink_config import MirrorMode, MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorMode, MirrorSinkConfig, raw_mode_blockers
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.logs import Log
-from mirror_sink.raw.capabilities import RawUnsupported, unsupported
+from mirror_sink.raw.capabilities import RawUnsupported
 from mirror_sink.raw.raw_path import RawPath
 from mirror_sink.record.record_path import RecordPath
 
@@ -34,7 +34,7 @@ def open_data_path(
     cfg = config
     settings = cfg.path_settings(client_id, transactional_id)
     if cfg.mirror_mode is not MirrorMode.RECORD and not record_mode:
-        blockers = unsupported(settings.source_props) + unsupported(settings.target_props)
+        blockers = raw_mode_blockers(cfg)
         try:
             if blockers:
                 raise RawUnsupported(f"the raw path's client cannot honour {', '.join(blockers)}")

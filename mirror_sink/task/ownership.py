@@ -36,6 +36,7 @@ class Ownership:
             run.config, shadow=run.member, source=run.source, client_id=run.slot, log=run.log
         )
         self.mappings: dict[str, TopicMapping] = dict(mappings)
+        self._limit_batches()
         self.owned: set[TargetPartition] = set()
         #: Source partitions read now, each with the target partition it is mirrored to.
         self.reading: dict[SourcePartition, TargetPartition] = {}
@@ -89,9 +90,15 @@ class Ownership:
             return
         resubscribe = set(mappings) != set(self.mappings)
         self.mappings = dict(mappings)
+        self._limit_batches()
         if resubscribe:
             self.subscribe()
         self._sync_reading()
+
+    def _limit_batches(self) -> None:
+        """Tell the data path each target topic's max.message.bytes, where the mappings carry it."""
+        limits = {t: m.target_max_message_bytes for t, m in self.mappings.items()}
+        self.run.path.limit_batches({t: limit for t, limit in limits.items() if limit is not None})
 
     def serve(self) -> None:
         """Serve the group between cycles, then note the generation that owns the next cycle's reads."""

@@ -33,6 +33,9 @@ class TopicMapping:
     source_topic: str
     target_topic: str
     source_partitions: int
+    #: The target topic's max.message.bytes, where raw mode may forward batches to it: a larger
+    #: batch is re-encoded into smaller ones (``TopicProvisioner`` reads it; None: not read).
+    target_max_message_bytes: int | None = None
 
 
 def list_topics(admin: AdminClient, cluster: str, bootstrap: str, timeout_s: float) -> dict[str, int]:

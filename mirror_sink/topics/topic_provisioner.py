@@ -8,7 +8,9 @@ topic needs at least the source's partition count before its partitions can be m
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
@@ -21,10 +23,12 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
-from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig, may_forward_batches
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.checkpoints import checkpoints_topic
+from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.raw.forwarder import TARGET_MAX_MESSAGE_BYTES
 from mirror_sink.topics.leader_wait import LeaderWait
 from mirror_sink.topics.source_discovery import SourceDiscovery, TopicMapping, list_topics
 
@@ -94,6 +98,9 @@ class TopicProvisioner:
         self.timeout_s = self.discovery.timeout_s
         self._leaders = LeaderWait(target_admin, self.timeout_s, log)
         self._checked: set[str] = set()
+        #: Raw mode re-encodes a batch larger than its target topic's max.message.bytes: the mappings
+        #: then carry it, read here with the admin client that provisions the topics.
+        self._reads_limits = may_forward_batches(config)
 
     def _denied(
         self, exc: KafkaException, cluster: str, operation: str, names: Iterable[str], implied_by: str | None = None
@@ -124,7 +131,8 @@ class TopicProvisioner:
         return out
 
     def reconcile(self) -> dict[str, TopicMapping]:
-        """Create missing target topics, add missing partitions, sync configs; return the mappings."""
+        """Create missing target topics, add missing partitions, sync configs; return the mappings,
+        with each target topic's max.message.bytes where raw mode may forward batches to it."""
         mappings = self.discovery.discover()
         existing = list_topics(self.target_admin, "target", self.config.target_bootstrap, self.timeout_s)
         sync = self.config.sync_topic_configs_enabled
@@ -140,37 +148,73 @@ class TopicProvisioner:
         ]
         if short:
             self._grow(short, existing)
-        # Topics just created count too: describing them at once proves the rights config sync
-        # needs before any task starts, rather than failing the connector minutes into mirroring.
         present = list(mappings.values())
+        unchecked = [m for m in present if m.target_topic in existing and m.target_topic not in self._checked]
+        if not (sync or self._reads_limits):
+            self._warn_recompression(unchecked, self._target_configs(unchecked, frozenset(), required=False))
+            return mappings
+        # Topics just created count too: describing them at once proves the rights config sync and
+        # raw mode need before any task starts, rather than failing the connector minutes into mirroring.
+        current = self._target_configs(present, frozenset(m.target_topic for m in missing), required=True)
         if sync:
-            self._sync_configs(present, configs, frozenset(m.target_topic for m in missing))
+            current = self._sync_configs(present, configs, current)
         else:
-            self._warn_recompression(
-                [m for m in present if m.target_topic in existing and m.target_topic not in self._checked]
-            )
-        return mappings
+            self._warn_recompression(unchecked, current)
+        if not self._reads_limits:
+            return mappings
+        return {target: replace(m, target_max_message_bytes=_limit(current[target])) for target, m in mappings.items()}
 
     @staticmethod
     def _wanted(configs: dict[str, dict[str, str]], m: TopicMapping) -> dict[str, str]:
         return {**DEFAULT_TARGET_CONFIGS, **configs.get(m.source_topic, {}), **FORCED_TARGET_CONFIGS}
 
-    def _warn_recompression(self, present: list[TopicMapping]) -> None:
-        """With config sync off, say which existing target topics would recompress mirrored batches."""
-        if not present:
+    def _target_configs(
+        self, topics: list[TopicMapping], just_created: frozenset[str], *, required: bool
+    ) -> dict[str, dict[str, str]]:
+        """The configs of these target topics, by topic. ``required``: a refusal fails the connector,
+        naming the ACL; otherwise (advice only) a topic that cannot be described is left out.
+
+        A topic ``just_created`` that a broker does not know yet (several brokers, metadata on its
+        way) is asked again for up to the provisioner's timeout."""
+        out: dict[str, dict[str, str]] = {}
+        todo = [m.target_topic for m in topics]
+        deadline = Deadline(self.timeout_s)
+        while todo:
+            retry = []
+            futures = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, t) for t in todo])
+            for resource, future in futures.items():
+                topic = resource.name
+                try:
+                    entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
+                except KafkaException as exc:
+                    if topic in just_created and _unknown_topic(exc) and not deadline.passed:
+                        retry.append(topic)
+                    elif required:
+                        raise self._denied(exc, "target", "DESCRIBE_CONFIGS", [topic], "ALTER_CONFIGS") or TaskFailure(
+                            f"cannot read the configs of target topic {topic!r}: {exc.args[0]}"
+                        ) from exc
+                    else:
+                        log.warning(
+                            "cannot read the configs of target topic %s to check its compression: %s", topic, exc
+                        )
+                    continue
+                out[topic] = {k: e.value for k, e in entries.items() if e.value is not None}
+            todo = retry
+            if todo:
+                time.sleep(0.2)
+        return out
+
+    def _warn_recompression(self, unchecked: list[TopicMapping], current: dict[str, dict[str, str]]) -> None:
+        """Say which existing target topics would recompress mirrored batches (once per topic; config
+        sync off, so their configs are the operator's)."""
+        if not unchecked:
             return
-        source = self._source_configs([m.source_topic for m in present])
-        current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
-        for m, (_, future) in zip(present, current.items(), strict=True):
+        source = self._source_configs([m.source_topic for m in unchecked])
+        for m in unchecked:
             self._checked.add(m.target_topic)
-            try:
-                entry = future.result(self.timeout_s).get("compression.type")
-            except KafkaException as exc:  # advice only: never the reason a connector stops
-                log.warning(
-                    "cannot read the configs of target topic %s to check its compression: %s", m.target_topic, exc
-                )
-                continue
-            have = entry.value if entry is not None else "producer"
+            if m.target_topic not in current:
+                continue  # could not be described: said so already
+            have = current[m.target_topic].get("compression.type", "producer")
             want = self._wanted(source, m)["compression.type"]
             if have not in ("producer", want):
                 log.warning(
@@ -247,27 +291,21 @@ class TopicProvisioner:
         self._leaders.wait({m.target_topic: range(existing[m.target_topic], m.source_partitions) for m in short})
 
     def _sync_configs(
-        self,
-        present: list[TopicMapping],
-        configs: dict[str, dict[str, str]],
-        just_created: frozenset[str] = frozenset(),
-    ) -> None:
-        if not present:
-            return
-        current = self.target_admin.describe_configs([ConfigResource(_TOPIC_RESOURCE, m.target_topic) for m in present])
+        self, present: list[TopicMapping], configs: dict[str, dict[str, str]], current: dict[str, dict[str, str]]
+    ) -> dict[str, dict[str, str]]:
+        """Set what differs from the wanted configs on each target topic; the configs in effect after."""
         changes = []
-        for m, (_, future) in zip(present, current.items(), strict=True):
-            try:
-                entries: dict[str, ConfigEntry] = future.result(self.timeout_s)
-            except KafkaException as exc:
-                if m.target_topic in just_created and _unknown_topic(exc):
-                    continue  # metadata not everywhere yet (several brokers); its configs were set at creation
-                raise self._denied(exc, "target", "DESCRIBE_CONFIGS", [m.target_topic], "ALTER_CONFIGS") or exc from exc
+        after = {}
+        for m in present:
+            if m.target_topic not in current:
+                continue  # just created, not known to every broker yet: its configs were set at creation
             wanted = self._wanted(configs, m)
+            have = current[m.target_topic]
+            after[m.target_topic] = {**have, **wanted}
             ops = [
                 ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
                 for k, v in wanted.items()
-                if entries.get(k) is None or entries[k].value != v
+                if have.get(k) != v
             ]
             if ops:
                 changes.append(ConfigResource(_TOPIC_RESOURCE, m.target_topic, incremental_configs=ops))
@@ -278,3 +316,9 @@ class TopicProvisioner:
                 except KafkaException as exc:
                     raise self._denied(exc, "target", "ALTER_CONFIGS", [resource.name]) or exc from exc
                 log.info("synced configs of target topic %s", resource.name)
+        return after
+
+
+def _limit(configs: dict[str, str]) -> int:
+    """A target topic's max.message.bytes (every broker reports the value in effect, default or not)."""
+    return int(configs.get("max.message.bytes") or TARGET_MAX_MESSAGE_BYTES)

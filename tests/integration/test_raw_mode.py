@@ -11,7 +11,7 @@ from functools import partial
 
 import psutil
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
@@ -116,6 +116,48 @@ def test_a_start_inside_a_batch_mirrors_only_the_records_from_there(
     mirrored = read_all(target.bootstrap_servers, f"source.{topic}")[0]
     assert [r.content() for r in mirrored] == [r.content() for r in read_all(source.bootstrap_servers, topic)[0][37:]]
     assert "re-encoded: 1 mid-batch start" in _final_progress(proc)
+
+
+def test_a_batch_over_the_target_topics_limit_is_split_until_a_raised_limit_reaches_the_task(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+) -> None:
+    """The target topic's max.message.bytes travels with the topic mappings: a source batch larger
+    than it is re-encoded into batches that fit, and once an operator raises it, the next topic
+    refresh hands the new limit to the task, which then forwards such a batch whole."""
+    name, topic = unique("limit"), source_topic("limit", 1)
+    target_topic, limit = f"source.{topic}", 8000
+    create_topic(target.bootstrap_servers, target_topic, 1, {"max.message.bytes": str(limit)})
+    one_batch = ProduceSpec(linger_ms=500)  # random values: no codec shrinks the batch under the limit
+
+    def batch_of_50(first: int) -> list[Rec]:
+        return [Rec(b"k%d" % i, os.urandom(400)) for i in range(first, first + 50)]
+
+    produce(source.bootstrap_servers, topic, batch_of_50(0), one_batch)
+    source_batches = committed_data_batches(source.bootstrap_servers, topic, 0)
+    assert len(source_batches) == 1 and len(source_batches[0]) > limit, [len(b) for b in source_batches]
+    settings = {"sync.topic.configs.enabled": "false", "refresh.topics.interval.ms": "500"}
+    proc = mirror(mirror_config(name, source, target, topic, **RAW, **settings)).start()
+    group = f"connect-{name}"
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, group), 60, "the first batch")
+        split = committed_data_batches(target.bootstrap_servers, target_topic, 0)
+        assert len(split) > 2 and all(len(b) <= limit for b in split), [len(b) for b in split]
+        assert f"over the target's max.message.bytes {limit}" in proc.log_text(), proc.log_tail()
+
+        admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
+        raise_it = ConfigEntry("max.message.bytes", "1000000", incremental_operation=AlterConfigOpType.SET)
+        raised = ConfigResource(ConfigResource.Type.TOPIC, target_topic, incremental_configs=[raise_it])
+        admin.incremental_alter_configs([raised])[raised].result(30)
+        wait_until(lambda: "topic mappings changed" in proc.log_text(), 30, "a topic refresh to read the new limit")
+        produce(source.bootstrap_servers, topic, batch_of_50(50), one_batch)
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, group), 60, "the second batch")
+        assert_exact_mirror(source, topic, target, target_topic, group)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    second = committed_data_batches(source.bootstrap_servers, topic, 0)[1]
+    last = committed_data_batches(target.bootstrap_servers, target_topic, 0)[-1]
+    assert last[HEADER_SIZE:] == second[HEADER_SIZE:], "forwarded whole, its bytes kept"
+    assert "re-encoded: 1 too large" in _final_progress(proc)
 
 
 BUDGET = 24 * 1024 * 1024
