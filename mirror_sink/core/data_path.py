@@ -8,7 +8,7 @@ the source's record batches byte for byte (KIP-712).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,13 +28,21 @@ OFFSETS_PER_REQUEST = 2000
 
 
 class Committer(Protocol):
-    """Makes a cycle durable, or voids it."""
+    """Makes a cycle durable, or voids it: the task's cycle alone begins, commits and aborts, and
+    the data path only enlists what it writes."""
 
     def start(self) -> None:
         """Prepare the producer (fences the previous holder of a transactional.id)."""
 
     def begin(self) -> None:
-        """Called before the first record of a cycle."""
+        """The cycle starts (the task's cycle calls it before each copy; a no-op while one is
+        begun). Nothing reaches a broker: an idle cycle costs no request, and only a write enlisted
+        in it makes it open."""
+
+    def enlist(self, partitions: Collection[TargetPartition] = ()) -> None:
+        """The data path is about to write to ``partitions`` in the begun cycle (raw mode registers
+        them with the transaction in one request; librdkafka does so itself in record mode): the
+        cycle is open from now. A write before the cycle began is an internal error."""
 
     def commit(
         self,
@@ -141,7 +149,7 @@ class DataPath(Protocol):
         """Move what is available (waiting up to ``wait_s`` for data) into the open cycle, each
         partition to the target partition it was assigned with.
 
-        Calls ``committer.begin()`` before the cycle's first write; raises AbortCycle when the
+        Calls ``committer.enlist`` before each write into the cycle the task began; raises AbortCycle when the
         cycle's work is void.
         """
 

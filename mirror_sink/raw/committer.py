@@ -51,6 +51,7 @@ class RawCommitter:
             pipeline.offsets = CycleOffsets()
         #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
         self._with_syncs = {sync_partition} if sync_partition is not None and transactions.transactional else set()
+        self._begun = False
         self._open = False
 
     @property
@@ -62,9 +63,15 @@ class RawCommitter:
         """InitProducerId: a new epoch; an older holder of the transactional.id is fenced."""
         self._new_epoch()
 
-    def begin(self, partitions: Collection[TargetPartition] = ()) -> None:
+    def begin(self) -> None:
+        """The cycle starts; its transaction reaches the coordinator with the first enlisted partitions."""
+        self._begun = True
+
+    def enlist(self, partitions: Collection[TargetPartition] = ()) -> None:
         """Mark the cycle open, and register ``partitions`` with its transaction before their first
         batch (the offset-syncs partition with the first ones): the transaction starts with them."""
+        if not self._begun:
+            raise TaskFailure("internal error: the data path wrote before the cycle began")
         self._open = True
         if partitions:
             self.transactions.add_partitions({*partitions, *self._with_syncs})
@@ -131,7 +138,7 @@ class RawCommitter:
     def _end_cycle(self) -> None:
         self.transactions.forget_transaction()
         self.pipeline.produced = False
-        self._open = False
+        self._begun = self._open = False
 
 
 def _batches(records: list[tuple[bytes, bytes]]) -> list[tuple[bytearray, int]]:

@@ -246,7 +246,7 @@ class RawPath:
         records = nbytes = done = 0
         send = self.forwarder.send
         try:
-            self.committer.begin({t for _, t, item in plan if item.batch is not None})
+            self.committer.enlist({t for _, t, item in plan if item.batch is not None})
             for tp, target_tp, item in plan:
                 if item.batch is not None:
                     r, b = send(tp, target_tp, item, self._stops.get(tp))

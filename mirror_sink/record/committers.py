@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -170,18 +170,25 @@ def _call(
 
 
 class _CommitterBase:
-    """The producer, its delivery tracker, the call timeout and whether a cycle is open."""
+    """The producer, its delivery tracker, the call timeout and whether a cycle is begun and open."""
 
     def __init__(self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float) -> None:
         self.producer = producer
         self.deliveries = deliveries
         self.timeout_s = timeout_s
+        self._begun = False
         self._open = False
 
     @property
     def open(self) -> bool:
         """True while the cycle has uncommitted work."""
         return self._open
+
+    def enlist(self, partitions: Collection[TargetPartition] = ()) -> None:
+        """The path is about to produce: the begun cycle is open (librdkafka adds the partitions)."""
+        if not self._begun:
+            raise TaskFailure("internal error: the data path wrote before the cycle began")
+        self._open = True
 
 
 class TransactionalCommitter(_CommitterBase):
@@ -237,10 +244,10 @@ class TransactionalCommitter(_CommitterBase):
         )
 
     def begin(self) -> None:
-        """Open the cycle's transaction if it is not open yet."""
-        if not self._open:
+        """Begin the cycle's transaction if it is not begun yet (local to librdkafka: no request)."""
+        if not self._begun:
             _call("begin_transaction", self.producer.begin_transaction, self.timeout_s)
-            self._open = True
+            self._begun = True
 
     def commit(
         self,
@@ -273,7 +280,7 @@ class TransactionalCommitter(_CommitterBase):
         except AbortCycle:
             self.deliveries.raise_if_fatal()
             raise
-        self._open = False
+        self._begun = self._open = False
         self.deliveries.take()
 
     def _produce_syncs(self, topic: str, spans: Sequence[SyncSpan]) -> None:
@@ -315,19 +322,19 @@ class TransactionalCommitter(_CommitterBase):
         try:
             self.deliveries.raise_if_fatal()
         except AuthorizationFailure:
-            self._open = False
+            self._begun = self._open = False
             self.deliveries.forget_offsets()
             self.deliveries.take()
             raise
         except TaskFailure:
             pass  # reported after the abort, as before
-        if self._open:
+        if self._open:  # (an empty begun transaction stays for the next cycle: nothing of it is on a broker)
             self.deliveries.aborting = True
             try:
                 _call("abort_transaction", lambda: self.producer.abort_transaction(self.timeout_s), self.timeout_s)
             finally:
                 self.deliveries.aborting = False
-            self._open = False
+            self._begun = self._open = False
         self.deliveries.forget_offsets()
         self.deliveries.raise_if_fatal()
         self.deliveries.take()
@@ -340,8 +347,8 @@ class AtLeastOnceCommitter(_CommitterBase):
         """Nothing to fence without transactions."""
 
     def begin(self) -> None:
-        """Mark the cycle as having work."""
-        self._open = True
+        """The cycle starts (nothing to begin without a transaction)."""
+        self._begun = True
 
     def commit(
         self,
@@ -370,11 +377,11 @@ class AtLeastOnceCommitter(_CommitterBase):
             if err.fatal():
                 raise RecoverableTaskFailure(f"offset commit to the shadow group failed fatally: {err.str()}") from exc
             raise AbortCycle(f"offset commit to the shadow group failed: {err.str()}") from exc
-        self._open = False
+        self._begun = self._open = False
 
     def abort(self) -> None:
         """Forget the cycle; records already written stay (at-least-once), the offsets are not advanced."""
         self.producer.flush(self.timeout_s)
         self.deliveries.raise_if_fatal()
         self.deliveries.take()
-        self._open = False
+        self._begun = self._open = False

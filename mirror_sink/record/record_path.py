@@ -135,7 +135,7 @@ class RecordPath:
             good = [m for m in good if (m.offset() or 0) < self._stop_of(m)]
         if not good:
             return Copied()
-        self.committer.begin()
+        self.committer.enlist()
         produced = self.copier.copy(good, self._target_topic)
         if self._rewound:
             self._rewound.difference_update({(m.topic(), m.partition()) for m in good})

@@ -140,6 +140,7 @@ def _copy(
         cycle_bytes, cycle_end = 0, Deadline(interval_s)
         position = done
         while position < end and cycle_bytes < config.transaction_max_bytes and not cycle_end.passed:
+            path.committer.begin()  # this loop is the range's cycle: it alone begins, commits, aborts
             step = path.copy(0.1)
             copied += step.records
             cycle_bytes += step.bytes

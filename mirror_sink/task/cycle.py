@@ -190,8 +190,10 @@ class Cycle:
         return self.committer.open or bool(own.unsaved_start or own.skipping or own.recreating)
 
     def _copy(self, wait_s: float) -> Copied | None:
-        """Move what the source has into the open cycle; None when the cycle had to be aborted."""
+        """Move what the source has into the cycle, begun here if it is not yet; None when the cycle
+        had to be aborted."""
         try:
+            self.committer.begin()
             return self.path.copy(wait_s)
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))

@@ -335,6 +335,7 @@ def test_a_transactional_cycle_commits_its_batches_and_offsets_in_one_transactio
         EndTxn=_always(_code(0)),
     )
     committer.begin()
+    committer.enlist([T0])
     pipeline.send(T0, _batch(2), 2, 0, 0)
     was_open = committer.open
     committer.commit([TopicPartition("orders.copy", 0, 2)], None, METADATA)  # type: ignore[arg-type]
@@ -347,12 +348,27 @@ def test_a_transactional_cycle_commits_its_batches_and_offsets_in_one_transactio
     assert wire.apis()[5:] == ["AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"], "the next transaction adds them anew"
 
 
+def test_the_cycle_begins_without_a_request_and_a_write_before_it_began_is_refused() -> None:
+    wire, committer, _, _ = _raw(AddPartitionsToTxn=_always(_partitions_added(0)))
+    with pytest.raises(TaskFailure, match=r"^internal error: the data path wrote before the cycle began$"):
+        committer.enlist([T0])
+    committer.begin()
+    committer.begin()
+    assert wire.apis() == ["InitProducerId"] and not committer.open, "an idle cycle costs no request"
+    committer.abort()
+    assert wire.apis() == ["InitProducerId"], "nothing to abort: nothing was enlisted"
+    committer.begin()
+    committer.enlist([T0])
+    assert wire.apis()[1:] == ["AddPartitionsToTxn"] and committer.open
+
+
 def test_an_aborted_cycle_ends_its_transaction_and_takes_a_new_epoch() -> None:
     wire, committer, pipeline, budget = _raw(
         AddPartitionsToTxn=_always(_partitions_added(0)), EndTxn=iter([_code(15), _code(0)])
     )
     budget.take(100)
     committer.begin()
+    committer.enlist([T0])
     pipeline.send(T0, _batch(2), 2, 100, 0)
     committer.abort()
     assert wire.apis() == ["InitProducerId", "AddPartitionsToTxn", "EndTxn", "EndTxn", "InitProducerId"]
@@ -366,6 +382,7 @@ def test_an_idempotent_cycle_is_committed_by_the_group_member_once_acknowledged(
     member = SimpleNamespace(commit=lambda offsets, asynchronous: committed.append(offsets))
     wire, committer, pipeline, _ = _raw(transactional_id=None)
     committer.begin()
+    committer.enlist([T0])
     pipeline.send(T0, _batch(2), 2, 0, 0)
     committer.commit([TopicPartition("orders", 0, 2)], member, METADATA)  # type: ignore[arg-type]
     assert pipeline.acked_records == 2 and len(committed) == 1 and wire.apis() == ["InitProducerId"]

@@ -1,0 +1,73 @@
+"""Record mode's committers keep the cycle's own order: the task's cycle begins it, the data path only
+enlists its writes, and a begun cycle with nothing in it costs librdkafka one local call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.group_metadata import GroupMetadata
+from mirror_sink.record.committers import AtLeastOnceCommitter, DeliveryTracker, TransactionalCommitter
+
+pytestmark = pytest.mark.unit
+
+METADATA = GroupMetadata(3, "m-1", None, b"librdkafka's form")
+
+
+class _Producer:
+    """Accepts every call and records the transaction calls in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def send_offsets_to_transaction(self, offsets: list[Any], metadata: Any, timeout: float) -> None:
+        self.calls.append("offsets")
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append("commit")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append("abort")
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def test_a_transaction_is_begun_once_per_cycle_and_opened_only_by_a_write() -> None:
+    producer = _Producer()
+    committer = TransactionalCommitter(producer, DeliveryTracker(track_offsets=False), 5.0)  # type: ignore[arg-type]
+    with pytest.raises(TaskFailure, match=r"^internal error: the data path wrote before the cycle began$"):
+        committer.enlist()
+    committer.begin()
+    committer.begin()  # every copy of an idle cycle asks again
+    assert producer.calls == ["begin"] and not committer.open
+    committer.abort()
+    assert producer.calls == ["begin"], "nothing written: the empty transaction waits for the next write"
+    committer.enlist()
+    assert committer.open
+    committer.commit([TopicPartition("t", 0, 5)], member=None, metadata=METADATA)  # type: ignore[arg-type]
+    assert producer.calls == ["begin", "offsets", "commit"] and not committer.open
+    committer.begin()
+    committer.enlist()
+    committer.abort()
+    assert producer.calls[3:] == ["begin", "abort"] and not committer.open
+
+
+def test_without_transactions_the_cycle_is_still_begun_before_a_write() -> None:
+    committer = AtLeastOnceCommitter(_Producer(), DeliveryTracker(track_offsets=False), 5.0)  # type: ignore[arg-type]
+    with pytest.raises(TaskFailure, match="before the cycle began"):
+        committer.enlist()
+    committer.begin()
+    assert not committer.open
+    committer.enlist()
+    assert committer.open
+    committer.abort()
+    assert not committer.open
+    with pytest.raises(TaskFailure, match="before the cycle began"):
+        committer.enlist()
