@@ -10,9 +10,7 @@ A mismatch is logged at WARNING with both sides' offsets and counted in
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
-import time
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.logs import context_logger
@@ -23,7 +21,8 @@ from mirror_sink.core.metrics import (
     verify_unverifiable_records_total,
 )
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.verify import Stopped, Verifier, VerifyReport
+from mirror_sink.core.repeating_job import RepeatingJob
+from mirror_sink.failover.verify import Verifier, VerifyReport
 
 
 class BackgroundVerifier:
@@ -32,31 +31,34 @@ class BackgroundVerifier:
     def __init__(self, config: MirrorSinkConfig) -> None:
         self.config = config
         self.log = context_logger(__name__, f"{config.name} verify", connector=config.name)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         #: Per target partition, the target offset compared up to (what the status page shows).
         self._positions: dict[TargetPartition, int] = {}
         self._mismatches = 0
         self.rounds = 0
         self._published: set[tuple[str, ...]] = set()
+        self._verifier: Verifier | None = None  # made in the first round, on the job's thread
+        self._job = RepeatingJob(
+            f"verify-{config.name}",
+            self._round,
+            config.verify_interval_s,
+            self.log,
+            failure=f"verification round failed (retrying every {config.verify_interval_s:.0f} s)",
+            finish=self._close,
+        )
 
     def start(self) -> None:
         """Run rounds every ``verify.interval.seconds`` until ``stop``."""
-        self._thread = threading.Thread(target=self._run, name=f"verify-{self.config.name}", daemon=True)
-        self._thread.start()
+        self._job.start()
 
     def request_stop(self) -> None:
         """Ask the thread to end: a round in progress ends at its next record (or wait under the cap)."""
-        self._stop.set()
+        self._job.request_stop()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """``request_stop``, then wait for the thread; it releases its clients itself."""
-        self.request_stop()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            if self._thread.is_alive():
-                self.log.warning("verification still reading after %.0f s; it ends at its next record", timeout_s)
+        if not self._job.stop(timeout_s):
+            self.log.warning("verification still reading after %.0f s; it ends at its next record", timeout_s)
 
     @property
     def mismatches(self) -> int:
@@ -69,35 +71,18 @@ class BackgroundVerifier:
         with self._lock:
             return dict(self._positions)
 
-    def _run(self) -> None:
+    def _round(self) -> None:
         cfg = self.config
-        verifier: Verifier | None = None
-        last_failure = ""
-        try:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                try:
-                    if verifier is None:
-                        verifier = Verifier(
-                            cfg, max_bytes_per_s=cfg.verify_max_bytes_per_second, stop=self._stop, say=self.log.debug
-                        )
-                    report = verifier.run()
-                    self._publish(report, verifier)
-                except Stopped:
-                    break
-                except Exception as exc:  # a cluster away for a while, a missing ACL: try again next round
-                    level = logging.DEBUG if str(exc) == last_failure else logging.WARNING
-                    self.log.log(
-                        level, "verification round failed (retrying every %.0f s): %s", cfg.verify_interval_s, exc
-                    )
-                    last_failure = str(exc)
-                else:
-                    last_failure = ""
-                self._stop.wait(max(0.0, cfg.verify_interval_s - (time.monotonic() - started)))
-        finally:
-            if verifier is not None:
-                verifier.close()
-            self._unpublish()
+        if self._verifier is None:
+            self._verifier = Verifier(
+                cfg, max_bytes_per_s=cfg.verify_max_bytes_per_second, stop=self._job.stopping, say=self.log.debug
+            )
+        self._publish(self._verifier.run(), self._verifier)
+
+    def _close(self) -> None:
+        if self._verifier is not None:
+            self._verifier.close()
+        self._unpublish()
 
     def _unpublish(self) -> None:
         """The connector stopped here (deleted, or moved to another worker): its series go with it."""

@@ -14,8 +14,6 @@ group's offsets as the last complete round left them stops there: it would write
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections import defaultdict, deque
 
@@ -26,6 +24,7 @@ from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import checkpoint_round_seconds, checkpoints_written_total
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.repeating_job import RepeatingJob
 from mirror_sink.failover.groups import IDLE_STATES, GroupActive, GroupMembers, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader
 from mirror_sink.failover.translation import Translation, source_partitions, translate_group
@@ -65,8 +64,14 @@ class CheckpointEmitter:
         self._emitted: dict[tuple[str, TargetPartition], Checkpoint] = {}
         #: Each group's offsets of the last rounds, per partition, newest last.
         self._recent: dict[tuple[str, TargetPartition], deque[int]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._job = RepeatingJob(
+            f"checkpoints-{config.name}",
+            self._timed_round,
+            config.emit_checkpoints_interval_s,
+            self.log,
+            failure=f"checkpoint round failed (retrying every {config.emit_checkpoints_interval_s:.0f} s)",
+            finish=self._close,
+        )
         self._next_group_sync = 0.0
         #: What the last complete round read (the syncs reader, its records read, each group's
         #: offsets) and its translations: the same again means the same checkpoints, all written.
@@ -80,46 +85,23 @@ class CheckpointEmitter:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
         """Emit every ``emit.checkpoints.interval.seconds`` until ``stop``."""
-        self._thread = threading.Thread(target=self._run, name=f"checkpoints-{self.config.name}", daemon=True)
-        self._thread.start()
+        self._job.start()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Ask the thread to end after its current step; it releases the clients itself (never
         under a call still running in them)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            if self._thread.is_alive():
-                self.log.warning("checkpoint round still running after %.0f s; it stops at its next step", timeout_s)
+        if not self._job.stop(timeout_s):
+            self.log.warning("checkpoint round still running after %.0f s; it stops at its next step", timeout_s)
 
-    def _run(self) -> None:
-        interval = self.config.emit_checkpoints_interval_s
-        last_failure = ""
-        try:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                try:
-                    with checkpoint_round_seconds.labels(self.config.name).time():
-                        self.run_once()
-                except _Stopped:
-                    break
-                except Exception as exc:  # a cluster away for a while, a missing ACL: try again next round
-                    # The same failure again (a missing ACL fails every round) is not news: once is enough.
-                    level = logging.DEBUG if str(exc) == last_failure else logging.WARNING
-                    self.log.log(level, "checkpoint round failed (retrying every %.0f s): %s", interval, exc)
-                    last_failure = str(exc)
-                else:
-                    last_failure = ""
-                self._stop.wait(max(0.0, interval - (time.monotonic() - started)))
-        finally:
-            self._syncs.close()
-            self._source_groups.close()
-            self._target_groups.close()
-            self._producer.flush(10)
+    def _timed_round(self) -> None:
+        with checkpoint_round_seconds.labels(self.config.name).time():
+            self.run_once()
 
-    def _check_stop(self) -> None:
-        if self._stop.is_set():
-            raise _Stopped
+    def _close(self) -> None:
+        self._syncs.close()
+        self._source_groups.close()
+        self._target_groups.close()
+        self._producer.flush(10)
 
     def _delivered(self, err: object, _msg: object) -> None:
         if err is not None:
@@ -139,7 +121,7 @@ class CheckpointEmitter:
         self._source_groups.keep_only(groups)
         offsets = []
         for group in groups:
-            self._check_stop()
+            self._job.check_stop()
             offsets.append(self._source_groups.committed(group, partitions))
         read = (self._syncs, self._syncs.records_read, groups, offsets)
         if not reread and read == previous:
@@ -160,7 +142,7 @@ class CheckpointEmitter:
             if cp is not None and self._emitted.get((cp.group, cp.target)) != cp:
                 changed[(cp.group, cp.target)] = cp
         if changed:
-            self._check_stop()
+            self._job.check_stop()
             self._undelivered.clear()
             for cp in changed.values():
                 self._produce(cp)
@@ -255,7 +237,7 @@ class CheckpointEmitter:
         states = list_groups(self._target_admin, "target")
         self._target_groups.keep_only(g for g in by_group if states.get(g, "UNKNOWN") in IDLE_STATES)
         for group, ts in by_group.items():
-            self._check_stop()
+            self._job.check_stop()
             if states.get(group, "UNKNOWN") not in IDLE_STATES:
                 self.log.debug("group %s is %s on the target: not synced", group, states[group])
                 continue
@@ -273,7 +255,3 @@ class CheckpointEmitter:
             if moves:
                 self.groups_synced += 1
                 self.log.info("synced group %s on the target: %d partitions moved forward", group, len(moves))
-
-
-class _Stopped(Exception):
-    """The emitter was asked to stop in the middle of a round."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import logging
 import threading
 from typing import Any
 
@@ -22,6 +21,7 @@ from mirror_sink.core.metrics import (
     last_drill_timestamp_seconds,
     last_passed_drill_timestamp_seconds,
 )
+from mirror_sink.core.repeating_job import RepeatingJob
 from mirror_sink.failover.drill import read_drills
 
 #: How often the reports are read again.
@@ -38,25 +38,27 @@ class DrillWatch:
         self.topic = drills_topic(config.source_alias)
         self.every_s = every_s
         self.log = context_logger(__name__, f"{config.name} drills", connector=config.name)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._reports: list[dict[str, Any]] = []
+        self._job = RepeatingJob(
+            f"drills-{config.name}",
+            self.refresh,
+            every_s,
+            self.log,
+            failure=f"cannot read the drill reports in {self.topic} (retrying)",
+        )
 
     def start(self) -> None:
         """Read the reports now and every ``every_s`` until ``stop``."""
-        self._thread = threading.Thread(target=self._run, name=f"drills-{self.config.name}", daemon=True)
-        self._thread.start()
+        self._job.start()
 
     def request_stop(self) -> None:
         """Ask the thread to end after its current read."""
-        self._stop.set()
+        self._job.request_stop()
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """``request_stop``, then wait for the thread; the connector's drill series go with it."""
-        self.request_stop()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self._job.stop(timeout_s)
         for series in (last_drill_passed, last_drill_timestamp_seconds, last_passed_drill_timestamp_seconds):
             with contextlib.suppress(KeyError):
                 series.remove(self.config.name)
@@ -78,19 +80,6 @@ class DrillWatch:
         if found:
             last_drill_timestamp_seconds.labels(cfg.name).set(_started_s(found[-1]))
             last_drill_passed.labels(cfg.name).set(1.0 if found[-1].get("outcome") == "passed" else 0.0)
-
-    def _run(self) -> None:
-        last_failure = ""
-        while not self._stop.is_set():
-            try:
-                self.refresh()
-            except Exception as exc:  # a target away for a while: the next read tries again
-                level = logging.DEBUG if str(exc) == last_failure else logging.WARNING
-                self.log.log(level, "cannot read the drill reports in %s (retrying): %s", self.topic, exc)
-                last_failure = str(exc)
-            else:
-                last_failure = ""
-            self._stop.wait(self.every_s)
 
 
 def _started_s(report: dict[str, Any]) -> float:

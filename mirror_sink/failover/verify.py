@@ -39,6 +39,7 @@ from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex, SyncRun
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.repeating_job import Stopped
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, unused_group_error
 
 #: Reasons a record cannot be verified (the keys of ``PartitionVerdict.unverifiable``).
@@ -421,10 +422,6 @@ class Verifier:
             synced_from=every[0].target if every else None,
             skipped=skipped,
         )
-
-
-class Stopped(Exception):
-    """The reader was asked to stop (its connector is stopping)."""
 
 
 def read_range(

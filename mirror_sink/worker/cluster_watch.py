@@ -28,6 +28,7 @@ from mirror_sink.core.reachability import (
     connect_failure,
     probe,
 )
+from mirror_sink.core.repeating_job import RepeatingJob
 
 #: Probing a reachable cluster costs one TCP connection per bootstrap address; an unreachable one
 #: is probed more often so that its return is seen soon.
@@ -65,28 +66,32 @@ class ClusterWatch:
         self._lock = threading.Lock()
         self._outages: dict[str, tuple[Outage, Unreachable]] = {}
         self._checked = threading.Event()  # set once both clusters were probed
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"cluster-watch-{cfg.name}", daemon=True)
+        self._job = RepeatingJob(
+            f"cluster-watch-{cfg.name}",
+            self._probe_both,
+            self._interval_s,
+            log,
+            failure="probe failed",
+            finish=self._close,
+        )
         for cluster, (alias, _, _) in self._clusters.items():
             cluster_unreachable_seconds.labels(cfg.name, cluster, alias).set(0)
 
     def start(self) -> ClusterWatch:
         """Begin probing (the first round at once)."""
-        self._thread.start()
+        self._job.start()
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop probing (waiting up to ``timeout_s`` for a probe under way) and drop this connector's gauges."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)
+        self._job.stop(timeout_s)
         for cluster, (alias, _, _) in self._clusters.items():
             with contextlib.suppress(KeyError):  # never set: stopped before its first probe
                 cluster_unreachable_seconds.remove(self._connector, cluster, alias)
 
     def is_alive(self) -> bool:
         """True while the probing thread runs."""
-        return self._thread.is_alive()
+        return self._job.is_alive()
 
     # -- what the runtime asks -------------------------------------------------------------------
     def unreachable(self) -> list[str]:
@@ -111,18 +116,19 @@ class ClusterWatch:
         return self._checked.wait(timeout_s)
 
     # -- the thread --------------------------------------------------------------------------------
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                for cluster, (alias, bootstrap, _) in self._clusters.items():
-                    self._record(cluster, alias, self._probe(cluster, alias, bootstrap))
-                self._checked.set()
-                with self._lock:
-                    interval = _OUTAGE_INTERVAL_S if self._outages else _HEALTHY_INTERVAL_S
-                self._stop.wait(interval)
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
+    def _probe_both(self) -> None:
+        for cluster, (alias, bootstrap, _) in self._clusters.items():
+            self._record(cluster, alias, self._probe(cluster, alias, bootstrap))
+        self._checked.set()
+
+    def _interval_s(self) -> float:
+        """Probes come faster during an outage, so its end shows soon."""
+        with self._lock:
+            return _OUTAGE_INTERVAL_S if self._outages else _HEALTHY_INTERVAL_S
+
+    def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
     def _record(self, cluster: str, alias: str, found: Unreachable | None) -> None:
         now = time.monotonic()

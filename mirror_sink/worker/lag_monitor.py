@@ -15,7 +15,7 @@ the series' labels are made again only when the mirrored topics change.
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.metrics import replication_lag_records, replication_lag_seconds
+from mirror_sink.core.repeating_job import RepeatingJob
 from mirror_sink.topics.source_discovery import TopicMapping
 
 _INTERVAL_S = 5.0
@@ -82,8 +83,15 @@ class LagMonitor:
                 "fetch.wait.max.ms": 10,
             }
         )
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lag-{config.name}", daemon=True)
+        self._job = RepeatingJob(
+            f"lag-{config.name}",
+            self.measure,
+            _INTERVAL_S,
+            self.log,
+            failure="lag measurement failed",  # a cluster away: the gauges keep their last values
+            failure_level=logging.DEBUG,
+            finish=self._close,
+        )
         self._layout: _Layout | None = None
         self._published: set[tuple[str, ...]] = set()
         #: The last round's lag per target (topic, partition): (records, seconds), for the status page.
@@ -91,31 +99,22 @@ class LagMonitor:
 
     def start(self) -> None:
         """Measure every few seconds until ``stop``."""
-        self._thread.start()
+        self._job.start()
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """End the thread; it closes its consumer itself."""
-        self._stop.set()
-        self._thread.join(timeout_s)
+        self._job.stop(timeout_s)
 
     def is_alive(self) -> bool:
         """True while the thread runs (a measurement may wait on a cluster that does not answer)."""
-        return self._thread.is_alive()
+        return self._job.is_alive()
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                try:
-                    self.measure()
-                except Exception as exc:  # a cluster away: the gauges keep their last values
-                    self.log.debug("lag measurement failed: %s", exc)
-                self._stop.wait(_INTERVAL_S)
-        finally:
-            self._shadow.close()
-            self._probe.close()
-            for labels in self._published:  # a stopped or deleted connector's series go away
-                replication_lag_records.remove(*labels)
-                replication_lag_seconds.remove(*labels)
+    def _close(self) -> None:
+        self._shadow.close()
+        self._probe.close()
+        for labels in self._published:  # a stopped or deleted connector's series go away
+            replication_lag_records.remove(*labels)
+            replication_lag_seconds.remove(*labels)
 
     def measure(self) -> dict[tuple[str, int], int]:
         """One round: lag per (target topic, partition), published as gauges and returned."""
