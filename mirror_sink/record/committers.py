@@ -260,6 +260,7 @@ class TransactionalCommitter(_CommitterBase):
         """Send the offset syncs and the offsets with the owning generation's metadata (fencing) and
         commit, all or nothing (``audit`` with them)."""
         self.begin()
+        self._open = True  # offsets (and syncs) go into the transaction: a failed commit must be aborted
         self._offset_topics = sorted({tp.topic for tp in offsets})
         extra = ([self.sync_topic] if self.sync_topic is not None and spans else []) + [a.where.topic for a in audit]
         self._written = sorted({*self._offset_topics, *extra})

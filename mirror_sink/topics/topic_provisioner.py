@@ -296,9 +296,7 @@ class TopicProvisioner:
         """Set what differs from the wanted configs on each target topic; the configs in effect after."""
         changes = []
         after = {}
-        for m in present:
-            if m.target_topic not in current:
-                continue  # just created, not known to every broker yet: its configs were set at creation
+        for m in present:  # every one described (``_target_configs`` asks a new topic until it is known)
             wanted = self._wanted(configs, m)
             have = current[m.target_topic]
             after[m.target_topic] = {**have, **wanted}

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.errors import AbortCycle, TaskFailure
 from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.record.committers import AtLeastOnceCommitter, DeliveryTracker, TransactionalCommitter
 
@@ -76,3 +76,24 @@ def test_without_transactions_the_cycle_is_still_begun_before_a_write() -> None:
     assert not _is_open(committer)
     with pytest.raises(TaskFailure, match="before the cycle began"):
         committer.enlist()
+
+
+class _AbortableCommit(_Producer):
+    """Its commit_transaction fails as one that must be aborted."""
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append("commit")
+        raise KafkaException(KafkaError(KafkaError._STATE, "failed in the background", txn_requires_abort=True))
+
+
+def test_a_failed_commit_of_offsets_alone_is_aborted() -> None:
+    """A commit that writes only offsets (a start offset to save, positions moved past markers) puts
+    them in the transaction: when it fails, the abort must end the transaction, or the next cycle's
+    writes would meet librdkafka's error state."""
+    producer = _AbortableCommit()
+    committer = TransactionalCommitter(producer, DeliveryTracker(track_offsets=False), 5.0)  # type: ignore[arg-type]
+    committer.begin()
+    with pytest.raises(AbortCycle):
+        committer.commit([TopicPartition("t", 0, 5)], member=None, metadata=METADATA)  # type: ignore[arg-type]
+    committer.abort()
+    assert producer.calls == ["begin", "offsets", "commit", "abort"] and not _is_open(committer)
