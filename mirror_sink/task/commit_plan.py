@@ -33,7 +33,7 @@ class CommitPlan:
         return {
             tp: position
             for tp, position in positions.items()
-            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.skipping or tp in own.recreating
+            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.unrecorded
         }
 
     def span(self, source: SourcePartition, offset: int) -> SyncSpan:
@@ -41,8 +41,8 @@ class CommitPlan:
         range skipped on the way (the span then opens with the gap), opening a new incarnation of
         the source topic when it was created again."""
         own = self.ownership
-        gap = own.skipping.get(source)
-        event = own.recreating.get(source)
+        gap = own.unrecorded.skipped.get(source)
+        event = own.unrecorded.recreated.get(source)
         new_id = None if event is None else event.new_topic_id
         if gap is None:
             return SyncSpan(own.reading[source], source.topic, own.committed[source], offset, None, new_id)
@@ -52,7 +52,7 @@ class CommitPlan:
         """One audit record per recreation the commit continues and per range it steps over."""
         own, cfg = self.ownership, self.run.config
         where = cfg.gaps_partition
-        events: list[Recreation | SkippedRange] = [*own.recreating.values(), *own.skipping.values()]
+        events: list[Recreation | SkippedRange] = [*own.unrecorded.recreated.values(), *own.unrecorded.skipped.values()]
         if not events:
             return []
         if where is None:

@@ -137,7 +137,7 @@ class Cycle:
             if not own.reading:
                 own.poll(0.2) if own.mappings else stop.wait(0.2)
                 continue
-            if own.unsaved_start or own.skipping or own.recreating:
+            if own.unsaved_start or own.unrecorded:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
                 self._next_commit_at = 0.0
             if self._to_commit():
@@ -187,7 +187,7 @@ class Cycle:
         """Whether the next commit has anything to do: an open cycle, or starts, skipped ranges or
         recreations to save."""
         own = self.ownership
-        return self.committer.open or bool(own.unsaved_start or own.skipping or own.recreating)
+        return self.committer.open or bool(own.unsaved_start or own.unrecorded)
 
     def _copy(self, wait_s: float) -> Copied | None:
         """Move what the source has into the cycle, begun here if it is not yet; None when the cycle
@@ -236,21 +236,21 @@ class Cycle:
         own.committed.update(offsets)
         own.leader_epochs.update({source: epochs[source] for source in offsets if source in epochs})
         own.unsaved_start.clear()
-        for gap in own.skipping.values():
+        for gap in own.unrecorded.skipped.values():
             self.log.warning(
                 "recorded skipped range %s in %s and the offset syncs (offset.gap.policy=skip)",
                 gap.describe(),
                 self.run.config.gaps_partition,
             )
             self.metrics.skipped(gap)
-        for event in own.recreating.values():
+        for event in own.unrecorded.recreated.values():
             self.log.warning(
                 "recorded the recreation of %s in %s and the offset syncs (topic.recreation.policy=continue)",
                 event.describe(),
                 self.run.config.gaps_partition,
             )
             self.metrics.recreated(event)
-        own.recorded()
+        own.unrecorded.clear()
         self.metrics.committed(self.path)
         self._aborting_since = None
         self.counters.commits += 1

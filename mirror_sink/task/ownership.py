@@ -17,7 +17,7 @@ from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRan
 from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
-from mirror_sink.task.source_continuity import Crossings, StoredOffset, commit_metadata
+from mirror_sink.task.source_continuity import Crossings, StoredOffset, Unrecorded, commit_metadata
 from mirror_sink.task.start_offsets import StartOffsetResolver
 from mirror_sink.task.takeover_fence import TakeoverFence
 from mirror_sink.task.task_run import TaskRun
@@ -46,12 +46,9 @@ class Ownership:
         self.committed: dict[SourcePartition, int] = {}
         #: Start offsets chosen by the fallback that no commit has saved yet.
         self.unsaved_start: set[SourcePartition] = set()
-        #: Ranges stepped over (``offset.gap.policy=skip``) that no commit has recorded yet: the
-        #: next commit records each with the offset that moves past it, or none of them.
-        self.skipping: dict[SourcePartition, SkippedRange] = {}
-        #: Partitions of recreated topics continued from the new topic's start
-        #: (``topic.recreation.policy=continue``) that no commit has recorded yet.
-        self.recreating: dict[SourcePartition, Recreation] = {}
+        #: Ranges stepped over (``offset.gap.policy=skip``) and recreated topics continued from their
+        #: new start (``topic.recreation.policy=continue``) that no commit has recorded yet.
+        self.unrecorded = Unrecorded(run.log)
         #: The source leader epoch of the record before each committed offset, where known: committed
         #: beside it, and sent with the first fetch after a start or rewind (KIP-320).
         self.leader_epochs: dict[SourcePartition, int] = {}
@@ -229,33 +226,12 @@ class Ownership:
         self._skip(crossings.skipped)
 
     def _continue(self, event: Recreation) -> None:
-        self.recreating[event.source] = event
-        self.log.warning(
-            "topic.recreation.policy=continue: the topic of %s was deleted and created again; mirroring the new "
-            "topic from offset 0 into %s, and the next commit records the recreation",
-            event.describe(),
-            self.reading.get(event.source, "its target partition"),
-        )
+        self.unrecorded.recreation(event, self.reading.get(event.source, "its target partition"))
 
     def _skip(self, ranges: list[SkippedRange]) -> None:
         for gap in ranges:
-            earlier = self.skipping.get(gap.source)
-            # Retention may overtake again before the first range is recorded: one range from the
-            # first offset missing to the first offset still there.
-            first = earlier.first_missing if earlier is not None else gap.first_missing
-            self.skipping[gap.source] = SkippedRange(gap.source, gap.topic_id, first, gap.first_present)
-            self.committed[gap.source] = gap.first_present
+            self.committed[gap.source] = self.unrecorded.skip(gap).first_present
             self.leader_epochs.pop(gap.source, None)
-            self.log.warning(
-                "offset.gap.policy=skip: %s were deleted on the source before they were mirrored; stepping over "
-                "them, and the next commit records the range",
-                self.skipping[gap.source].describe(),
-            )
-
-    def recorded(self) -> None:
-        """The open ranges and recreations were committed with their offsets."""
-        self.skipping.clear()
-        self.recreating.clear()
 
     # -- what to read, and from where -----------------------------------------------------------
     def _sync_reading(self) -> None:
@@ -273,8 +249,7 @@ class Ownership:
                 self.committed.pop(tp, None)
                 self.leader_epochs.pop(tp, None)
                 self.unsaved_start.discard(tp)
-                self.skipping.pop(tp, None)  # its next owner finds the range again
-                self.recreating.pop(tp, None)  # ... and the recreation
+                self.unrecorded.forget(tp)
         added = {source: target for source, target in desired.items() if source not in self.reading}
         if not added:
             return

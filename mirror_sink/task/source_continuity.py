@@ -31,6 +31,7 @@ from confluent_kafka import KafkaException, TopicCollection, Uuid
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
@@ -127,6 +128,57 @@ class Crossings:
             [f"skipping {gap.describe()}" for gap in self.skipped]
             + [f"continuing the new topic of {event.describe()} from offset 0" for event in self.recreated]
         )
+
+
+class Unrecorded:
+    """The crossings no commit has recorded yet, per source partition: the next commit records each
+    with the offset that moves past it, or none of them (an audit record and a marker in the offset
+    syncs, in the same transaction)."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.skipped: dict[SourcePartition, SkippedRange] = {}
+        self.recreated: dict[SourcePartition, Recreation] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.skipped or self.recreated)
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self.skipped or tp in self.recreated
+
+    def skip(self, gap: SkippedRange) -> SkippedRange:
+        """Step over ``gap``; the range to record, which starts at an earlier unrecorded one of its
+        partition (retention may overtake again before the first is recorded: one range from the
+        first offset missing to the first offset still there)."""
+        earlier = self.skipped.get(gap.source)
+        first = earlier.first_missing if earlier is not None else gap.first_missing
+        merged = self.skipped[gap.source] = SkippedRange(gap.source, gap.topic_id, first, gap.first_present)
+        self.log.warning(
+            "offset.gap.policy=skip: %s were deleted on the source before they were mirrored; stepping over "
+            "them, and the next commit records the range",
+            merged.describe(),
+        )
+        return merged
+
+    def recreation(self, event: Recreation, target: object) -> None:
+        """Continue the recreated topic of ``event`` from its start into ``target``."""
+        self.recreated[event.source] = event
+        self.log.warning(
+            "topic.recreation.policy=continue: the topic of %s was deleted and created again; mirroring the new "
+            "topic from offset 0 into %s, and the next commit records the recreation",
+            event.describe(),
+            target,
+        )
+
+    def forget(self, tp: SourcePartition) -> None:
+        """``tp`` is no longer read here: its next owner finds its crossings again."""
+        self.skipped.pop(tp, None)
+        self.recreated.pop(tp, None)
+
+    def clear(self) -> None:
+        """Every crossing was committed with its offset."""
+        self.skipped.clear()
+        self.recreated.clear()
 
 
 def check_continuity(
