@@ -51,6 +51,7 @@ def main() -> int:
         clusters.discard()
     results["wall_s"] = time.monotonic() - started
     path = RESULTS / f"round-trip-{stamp}.json"
+    RESULTS.mkdir(parents=True, exist_ok=True)  # a --workdir elsewhere leaves it uncreated
     path.write_text(json.dumps(results, indent=2) + "\n")
     print()
     print("\n".join(round_trip.results_tables(results)))
