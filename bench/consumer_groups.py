@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
-    Consumer,
     ConsumerGroupState,
     KafkaError,
     KafkaException,
@@ -23,21 +22,12 @@ from confluent_kafka.admin import AdminClient
 
 from bench.common.console import log
 from bench.mm2 import TARGET_ALIAS
-from devkafka.data import committed_offsets, drain
+from devkafka.data import committed_offsets, drain, reader
 
 
 def commit_source_group(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> None:
     """A member of ``group`` consumes ``topic`` up to ``offsets``, commits exactly those offsets and leaves."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
+    consumer = reader(bootstrap, group, **{"auto.offset.reset": "earliest"})
     pending = {p for p, o in offsets.items() if o > 0}
     deadline = time.monotonic() + 300
     try:
@@ -75,15 +65,7 @@ def group_states(bootstrap: str, groups: Sequence[str]) -> dict[str, str]:
 
 def read_compacted(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
     """Every (key, value) of a small topic, in order; empty if the topic does not exist."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "mirror-sink-bench-failover-inspect",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
+    consumer = reader(bootstrap, "mirror-sink-bench-failover-inspect")
     out: list[tuple[bytes, bytes]] = []
     try:
         md = consumer.list_topics(topic, timeout=30).topics.get(topic)

@@ -51,6 +51,7 @@ from bench.common.console import tail
 from bench.common.cpu import ProcessTree
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
+from devkafka.data import reader
 from devkafka.jars import KafkaJars
 from mirror_sink.topics.topic_provisioner import by_partitions
 
@@ -182,15 +183,7 @@ def java_command(jars: KafkaJars, props: Path, log4j2: Path, heap: str) -> list[
 
 
 def _consumer(bootstrap: str, isolation: str) -> Consumer:
-    return Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "mirror-sink-bench-mm2",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation,
-        }
-    )
+    return reader(bootstrap, "mirror-sink-bench-mm2", isolation=isolation)
 
 
 def source_extent(bootstrap: str, topic: str, isolation: str) -> dict[int, tuple[int, int, int | None]]:

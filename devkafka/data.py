@@ -356,16 +356,7 @@ def read_all(
 ) -> dict[int, list[Rec]]:
     """Every record of ``topic`` up to its current end, per partition, in offset order."""
     ends = end_offsets(bootstrap, topic, isolation=isolation)
-    consumer = Consumer(
-        {
-            **client_settings(bootstrap),
-            "logger": _client_log,
-            "group.id": "mirror-sink-inspect",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
+    consumer = reader(bootstrap, "mirror-sink-inspect", isolation=isolation)
     out: dict[int, list[Rec]] = {p: [] for p in ends}
     pending = {p for p, end in ends.items() if end > 0}
     consumer.assign([TopicPartition(topic, p, 0) for p in pending])
@@ -381,6 +372,24 @@ def read_all(
     finally:
         consumer.close()
     return out
+
+
+def reader(address: Address, group: str, *, isolation: str = "read_committed", **settings: Any) -> Consumer:
+    """A consumer that reads without committing and says where each partition ends
+    (``enable.partition.eof``): the one every helper here and in bench/ drains with. ``group`` only
+    names it unless it subscribes; ``settings`` add to or override these."""
+    return Consumer(
+        _conf(
+            address,
+            **{
+                "group.id": group,
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                **settings,
+            },
+        )
+    )
 
 
 def committed_offsets(

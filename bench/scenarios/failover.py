@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from bench.common.console import log, tail
 from bench.consumer_groups import (
@@ -80,7 +80,7 @@ from bench.mm2 import (
 )
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
-from devkafka.data import committed_offsets, create_topic, drain, end_offsets
+from devkafka.data import committed_offsets, create_topic, drain, end_offsets, reader
 from devkafka.jars import KafkaJars
 from devkafka.paths import kafka_version
 from devkafka.raw_batches import read_committed_batches
@@ -184,15 +184,7 @@ def verify_source(bootstrap: str, topic: str, counts: Mapping[int, int]) -> None
     ends = end_offsets(bootstrap, topic)
     if ends != dict(counts):
         raise AssertionError(f"{topic}: end offsets {ends} differ from the records written {dict(counts)}")
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "mirror-sink-bench-failover-verify",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
+    consumer = reader(bootstrap, "mirror-sink-bench-failover-verify")
     seen = dict.fromkeys(counts, 0)
 
     def check(msg: Message) -> None:
@@ -317,16 +309,7 @@ def resume_on_target(
         counts[seq] = min(counts[seq] + 1, 255)
         reads[p] += 1
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
+    consumer = reader(bootstrap, group, **{"auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
         drain(consumer, set(partitions), take, 600, f"group {group} resuming on {topic}")

@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.common.console import log, tail
@@ -100,7 +100,7 @@ from bench.scenarios.failover import (
 )
 from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
-from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce, read_all
+from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce, read_all, reader
 from devkafka.jars import KafkaJars
 from devkafka.paths import kafka_version
 
@@ -217,16 +217,7 @@ def consume_as_group(
     ``stops[(topic, partition)]``; with ``commit`` it then commits the stops. Assigned, not subscribed: the group
     stays without members. Returns what it got, in order, and the offsets it started from (-1001: none)."""
     start = committed_offsets(bootstrap, group, list(stops))
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
+    consumer = reader(bootstrap, group, **{"auto.offset.reset": "earliest"})
     pending = {tp for tp, stop in stops.items() if max(start[tp], 0) < stop}
     got: list[Delivery] = []
     deadline = time.monotonic() + 300

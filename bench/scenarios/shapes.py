@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from bench.common.console import Progress, tail
@@ -62,6 +62,7 @@ from devkafka.data import (
     end_offsets,
     produce,
     produce_transactions,
+    reader,
 )
 from devkafka.paths import kafka_version
 
@@ -193,15 +194,7 @@ def write_large_records(src: Address, topic: str, *, scale: float, codec: str) -
 def scan(src: Address, topic: str, timeout_s: float = 300.0) -> dict[int, tuple[int, int]]:
     """Per partition: the records readable now (read_committed) and their key + value bytes."""
     ends = end_offsets(src, topic)
-    consumer = Consumer(
-        {
-            **client_settings(src),
-            "group.id": "mirror-sink-bench-shapes-scan",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
+    consumer = reader(src, "mirror-sink-bench-shapes-scan")
     out = {p: (0, 0) for p in ends}
     pending = {p for p, end in ends.items() if end > 0}
     consumer.assign([TopicPartition(topic, p, 0) for p in pending])
