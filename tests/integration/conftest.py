@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
@@ -11,6 +12,21 @@ import pytest
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import create_topic
 from tests.integration.harness import MirrorProcess, Unique, WorkerProcess
+
+#: The tests' Spark settings: C1 and the serial collector for every Spark JVM (spark-defaults.conf, spark-env.sh).
+SPARK_CONF_DIR = Path(__file__).parent / "spark_conf"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def light_spark_jvms() -> Iterator[None]:
+    """Point Spark's launch scripts at ``SPARK_CONF_DIR`` for every Spark JVM the tests start (local
+    drivers, the standalone master, workers, drivers and executors inherit it): short-lived JVMs on two
+    shared cores, like the test brokers. An operator's own ``SPARK_CONF_DIR`` is left alone."""
+    before = os.environ.get("SPARK_CONF_DIR")
+    os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
+    yield
+    if before is None:
+        os.environ.pop("SPARK_CONF_DIR", None)
 
 
 class TopicFactory(Protocol):
