@@ -62,7 +62,7 @@ IDLE_SETTLE_S = 10.0
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 TARGET_ALIAS = "target"
 SAMPLE_S = 0.5
-# What connect-mirror-maker.sh / kafka-run-class.sh give the JVM by default.
+# What connect-mirror-maker.sh / kafka-run-class.sh give the JVM by default (KAFKA_JVM_PERFORMANCE_OPTS).
 JVM_OPTS = (
     "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
     "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
@@ -175,9 +175,13 @@ def write_properties(path: Path, props: Mapping[str, str]) -> None:
 
 
 def java_command(jars: KafkaJars, props: Path, log4j2: Path, heap: str) -> list[str]:
+    """MirrorMaker 2's command line as kafka-run-class.sh builds it: ``KAFKA_JVM_PERFORMANCE_OPTS`` when
+    set (the test suite sets C1 and the serial collector for its short-lived JVMs), else the script's
+    default."""
     java = os.environ.get("JAVA", "java")
+    performance = os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "").split() or list(JVM_OPTS)
     return [
-        java, "-Xms256m", f"-Xmx{heap}", *JVM_OPTS, f"-Dlog4j2.configurationFile={log4j2}",
+        java, "-Xms256m", f"-Xmx{heap}", *performance, f"-Dlog4j2.configurationFile={log4j2}",
         "-cp", jars.classpath, MAIN_CLASS, str(props),
     ]  # fmt: skip
 
