@@ -16,7 +16,7 @@ fails the run: a Kafka, cluster or browser test that did not run proved nothing.
 Under pytest-xdist (``--dist loadgroup --no-loadscope-reorder``, as ``deploy/dev.sh test`` runs it)
 the tests that start JVMs of their own run in lanes (``LANES``, ``lane_of``): one after the other on
 one worker, handed out first; every other test goes to whichever worker is free. At the end, the
-wall time of each tier and of the run is printed and written to ``reports/test-tiers.json``
+wall time of each tier, of each lane and of the run is printed and written to ``reports/test-tiers.json``
 (``--tier-times``), with a timeline of every test phase that took half a second or more, so that
 runs can be compared.
 """
@@ -164,6 +164,15 @@ class _TierTime:
     first: float = float("inf")
     last: float = 0.0
 
+    def add(self, report: pytest.TestReport) -> None:
+        """Count one phase of one test."""
+        self.tests.add(report.nodeid)
+        if report.failed:
+            self.failed.add(report.nodeid)
+        self.busy_s += report.duration
+        self.first = min(self.first, report.start)
+        self.last = max(self.last, report.stop)
+
     def as_json(self) -> dict[str, object]:
         span = self.last - self.first if self.tests else 0.0
         return {
@@ -182,6 +191,9 @@ class TierClock:
         self.config = config
         self.started = time.time()
         self.tiers = {tier: _TierTime() for tier in TIERS}
+        #: The same per lane (the group xdist appends to a node id as ``@lane``): the longest lane is
+        #: the shortest the run can be.
+        self.lanes = {lane: _TierTime() for lane in LANES}
         self.slowest: list[tuple[float, str, str]] = []
         #: Every phase of every test: when it started (seconds into the run), on which worker, how long.
         self.timeline: list[dict[str, object]] = []
@@ -191,13 +203,10 @@ class TierClock:
         tier = next((t for t in TIERS if t in report.keywords), None)
         if tier is None:
             return
-        times = self.tiers[tier]
-        times.tests.add(report.nodeid)
-        if report.failed:
-            times.failed.add(report.nodeid)
-        times.busy_s += report.duration
-        times.first = min(times.first, report.start)
-        times.last = max(times.last, report.stop)
+        lane = report.nodeid.rpartition("@")[2] if "@" in report.nodeid else None
+        for times in (self.tiers[tier], self.lanes.get(lane or "")):
+            if times is not None:
+                times.add(report)
         self.slowest.append((report.duration, report.when, report.nodeid))
         worker = getattr(getattr(report, "node", None), "gateway", None)
         self.timeline.append(
@@ -221,6 +230,7 @@ class TierClock:
             "workers": self.config.getoption("numprocesses", None) or 0,
             "wall_s": round(time.time() - self.started, 1),
             "tiers": {tier: times.as_json() for tier, times in self.tiers.items() if times.tests},
+            "lanes": {lane: times.as_json() for lane, times in self.lanes.items() if times.tests},
             "slowest": [
                 {"s": round(d, 1), "when": when, "test": nodeid.split("@")[0]} for d, when, nodeid in self.slowest[:25]
             ],
@@ -228,19 +238,21 @@ class TierClock:
         }
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """One line per tier, beside --durations, and the JSON file (when tests ran)."""
+        """One line per tier and per lane, beside --durations, and the JSON file (when tests ran)."""
         if not any(times.tests for times in self.tiers.values()):
             return
         summary = self._summary()
         terminalreporter.section("time per tier")
-        tiers = summary["tiers"]
-        assert isinstance(tiers, dict)
-        for tier, row in tiers.items():
-            terminalreporter.write_line(
-                f"{tier:<9} {row['tests']:>4} tests  {row['failed']:>3} failed  "
-                f"wall {row['wall_s']:>7.1f} s  busy {row['busy_s']:>7.1f} s"
-            )
-        terminalreporter.write_line(f"{'all':<9} wall {summary['wall_s']:.1f} s with {summary['workers']} workers")
+        for group in ("tiers", "lanes"):
+            rows = summary[group]
+            assert isinstance(rows, dict)
+            for name, row in rows.items():
+                label = name if group == "tiers" else f"lane {name}"
+                terminalreporter.write_line(
+                    f"{label:<15} {row['tests']:>4} tests  {row['failed']:>3} failed  "
+                    f"wall {row['wall_s']:>7.1f} s  busy {row['busy_s']:>7.1f} s"
+                )
+        terminalreporter.write_line(f"{'all':<15} wall {summary['wall_s']:.1f} s with {summary['workers']} workers")
         path = Path(self.config.getoption("tier_times"))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(summary, indent=2) + "\n")
@@ -254,6 +266,12 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
         b, a = before["tiers"].get(tier, {}), after["tiers"].get(tier, {})
         lines.append(
             f"{tier:<9} {b.get('wall_s', 0):>12.1f} {a.get('wall_s', 0):>11.1f} "
+            f"{b.get('busy_s', 0):>12.1f} {a.get('busy_s', 0):>11.1f}"
+        )
+    for lane in LANES:  # runs written before lanes were timed have none
+        b, a = before.get("lanes", {}).get(lane, {}), after.get("lanes", {}).get(lane, {})
+        lines.append(
+            f"{'lane ' + lane:<15} {b.get('wall_s', 0):>6.1f} {a.get('wall_s', 0):>11.1f} "
             f"{b.get('busy_s', 0):>12.1f} {a.get('busy_s', 0):>11.1f}"
         )
     lines.append(f"{'run':<9} {before['wall_s']:>12.1f} {after['wall_s']:>11.1f}")
