@@ -152,7 +152,12 @@ def _server_properties(
             "controller.quorum.fetch.timeout.ms": "6000",
         }
         if rf > 1
-        else {}
+        # One node: its broker is fenced by its own controller when a heartbeat goes unanswered for
+        # broker.session.timeout.ms (9 s), and every partition goes offline until the next one. In one
+        # CI run (cc48) a machine-wide stall of about 10 s did that to three test brokers at the same
+        # moment, and a test's metadata request failed. With no other broker to move leadership to,
+        # fencing the only one only loses availability: 30 s rides out such a stall.
+        else {"broker.session.timeout.ms": "30000"}
     )
     props = {
         "process.roles": "broker,controller",

@@ -104,6 +104,7 @@ def test_a_single_node_cluster_keeps_one_replica_and_no_min_isr_above_it(tmp_pat
     assert props["controller.quorum.voters"] == f"1@127.0.0.1:{cluster.state.controller_port}"
     assert props["offsets.topic.replication.factor"] == props["transaction.state.log.min.isr"] == "1"
     assert "default.replication.factor" not in props and "min.insync.replicas" not in props
+    assert props["broker.session.timeout.ms"] == "30000"  # its own controller must not fence it in a stall
 
 
 class _AdminAnswering:
