@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from devkafka.data import create_topic, end_offsets
 
@@ -263,7 +263,10 @@ def _wait_for_topic(bootstrap: str, topic: str, partitions: int, timeout_s: floa
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
-            md = probe.list_topics(topic, timeout=5).topics.get(topic)
+            try:
+                md = probe.list_topics(topic, timeout=5).topics.get(topic)
+            except KafkaException:  # a metadata request timed out on a loaded machine: not there yet
+                md = None
             if md is not None and md.error is None and len(md.partitions) >= partitions:
                 return
             time.sleep(0.25)

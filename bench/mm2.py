@@ -252,7 +252,10 @@ class OffsetsReader:
     def poll(self) -> dict[tuple[str, int], int]:
         """Read what was committed since the last call; returns upstream offset by source (topic, partition)."""
         if not self._assigned:
-            md = self._consumer.list_topics(self.offsets_topic, timeout=5).topics.get(self.offsets_topic)
+            try:
+                md = self._consumer.list_topics(self.offsets_topic, timeout=5).topics.get(self.offsets_topic)
+            except KafkaException:  # a metadata request timed out on a loaded machine: ask at the next poll
+                return self.committed
             if md is None or md.error is not None or not md.partitions:
                 return self.committed
             self._consumer.assign([TopicPartition(self.offsets_topic, p, OFFSET_BEGINNING) for p in md.partitions])
