@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 from pathlib import Path
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
@@ -83,9 +84,18 @@ def main(args: argparse.Namespace) -> int:
     name = plan.reverse["name"]
     path.write_text(json.dumps({"name": name, "config": plan.reverse}, indent=2) + "\n")
     print(f"{report.records} records diverged and are kept on the old primary; reverse link config: {path}")
-    print(f"next: mirror-sink run {path}; stop the producers on the new primary; once it has caught up, stop it")
-    print(f"      and run: mirror-sink failback {args.config} --finish --wait-caught-up 300")
+    print(f"next: mirror-sink run {shlex.quote(str(path))}; stop the producers on the new primary; once it has")
+    print(f"      caught up, stop it and run: {finish_command(args.config, path, forward)}")
     return 0
+
+
+def finish_command(config: Path, reverse: Path, forward: MirrorSinkConfig) -> str:
+    """The complete ``--finish`` command for this failback. It names the reverse link's config as
+    written (an operator's edits count); that config keeps the forward link's ``groups`` and
+    ``groups.exclude``, so the finish moves home exactly the groups that may have failed over."""
+    words = ["mirror-sink", "failback", str(config), "--finish", "--reverse-config", str(reverse)]
+    command = " ".join(shlex.quote(w) for w in [*words, "--wait-caught-up", "300"])
+    return f"{command}  (moves groups {forward.groups!r}, except {forward.groups_exclude!r})"
 
 
 def _finish(failback: Failback, args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ never sent to the other cluster: ``.internal`` keeps the side topic out of every
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -104,11 +104,15 @@ def find_and_keep(
     admin: AdminClient,
     *,
     keep: bool = True,
+    group_offsets: Mapping[str, Sequence[TopicPartition]] | None = None,
     say: Callable[[str], None] = print,
 ) -> DivergenceReport:
     """Read the old primary's records past each cut of ``record``, count them, and (``keep``) copy
-    them into their side topics (created here, partition for partition) in one transaction: all or
-    none. Without ``keep`` only the report is made (a dry run)."""
+    them into their side topics (created here, partition for partition) in one transaction, with
+    ``group_offsets`` (group -> offsets on the old primary) committed in it: all or none, so a
+    failure leaves nothing to undo. A side partition that already holds records of this failover
+    (an earlier failback kept them) is not copied again. Without ``keep`` only the report is made
+    (a dry run)."""
     report = DivergenceReport(record.failover_id)
     cuts = [c for c in record.cuts if c.mirrored_to is not None]
     partitions: dict[str, int] = {}
@@ -141,20 +145,55 @@ def find_and_keep(
             assert cut.mirrored_to is not None
             found = DivergedRange(SourcePartition(cut.source_topic, cut.target.partition), cut.mirrored_to)
             side = diverged_topic(cut.source_topic, record.failover_id)
+            copy = producer is not None and not _holds_records(consumer, SourcePartition(side, cut.target.partition))
             for msg in _records_from(consumer, found.source, cut.mirrored_to):
                 found.take(msg)
-                if producer is not None:
+                if copy:
+                    assert producer is not None
                     _produce(producer, side, msg, found.source.partition)
             report.ranges.append(found)
             if found.records and producer is not None:
-                say(f"{found.source}: {found.records} records past the cut at {found.cut}, kept in {side}")
+                kept = "kept" if copy else "kept already (an earlier failback), not copied again"
+                say(f"{found.source}: {found.records} records past the cut at {found.cut}, {kept} in {side}")
         if producer is not None:
+            for group, offsets in (group_offsets or {}).items():
+                _send_offsets(producer, consumer_props, group, offsets)
             producer.commit_transaction(60)
     except KafkaException as exc:
         raise TaskFailure(f"keeping the diverged records: {exc.args[0].str()}") from exc
     finally:
         consumer.close()
     return report
+
+
+def _send_offsets(
+    producer: Producer, consumer_props: Mapping[str, str], group: str, offsets: Sequence[TopicPartition]
+) -> None:
+    """Commit ``offsets`` to ``group`` inside the producer's open transaction. The metadata comes from
+    a consumer that never joins the group: generation -1, which the coordinator accepts for a group
+    with no members (the reverse link is not running: its group holds no offsets yet)."""
+    member = Consumer({**consumer_props, "group.id": group, "enable.auto.commit": False})
+    try:
+        producer.send_offsets_to_transaction(list(offsets), member.consumer_group_metadata(), 30)
+    finally:
+        member.close()
+
+
+def _holds_records(consumer: Consumer, tp: SourcePartition) -> bool:
+    """Whether ``tp`` holds a committed record (an aborted attempt leaves only aborted ones)."""
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30, cached=False)
+    except KafkaException as exc:
+        if exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+            return False  # created a moment ago: it holds nothing yet
+        raise
+    if high <= low:
+        return False
+    records = _records_from(consumer, tp, low)
+    try:
+        return next(records, None) is not None
+    finally:
+        records.close()
 
 
 def _create(admin: AdminClient, topics: Mapping[str, int]) -> None:
@@ -170,7 +209,7 @@ def _create(admin: AdminClient, topics: Mapping[str, int]) -> None:
                 raise TaskFailure(f"cannot create {topic!r} on the old primary: {exc.args[0].str()}") from exc
 
 
-def _records_from(consumer: Consumer, tp: SourcePartition, start: int) -> Iterator[Message]:
+def _records_from(consumer: Consumer, tp: SourcePartition, start: int) -> Generator[Message, None, None]:
     """Every committed record of ``tp`` from ``start`` to its end now, as they are read."""
     _, end = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=30, cached=False)
     if end <= start:

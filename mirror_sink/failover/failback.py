@@ -31,7 +31,13 @@ from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.divergence import DivergenceReport, find_and_keep
 from mirror_sink.failover.drift import TopicDrift, find_drift
-from mirror_sink.failover.failback_link import FailbackRefused, reverse_config, seed
+from mirror_sink.failover.failback_link import (
+    FailbackRefused,
+    ReverseStart,
+    advanced_since,
+    reverse_config,
+    reverse_start,
+)
 from mirror_sink.failover.failover import Failover
 from mirror_sink.failover.failover_plan import FailoverPlan
 from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
@@ -50,6 +56,8 @@ class FailbackPlan:
     report: DivergenceReport
     drift: TopicDrift
     reverse: dict[str, str]
+    #: Where the reverse link starts: checked (every refusal) before anything is written.
+    start: ReverseStart
 
     def to_json(self, report: DivergenceReport | None = None) -> str:
         """The divergence report (``report``, once kept, else the plan's count) with the topic drift."""
@@ -67,10 +75,14 @@ class Failback:
         self._found: FailoverRecord | None = None  # the newest failover, read once
 
     def plan(self) -> FailbackPlan:
-        """The newest failover, checked against the clusters, and the records past its cut (counted,
-        not kept yet). FailbackRefused names what stops it."""
+        """The newest failover, checked against the clusters, where the reverse link would start, and
+        the records past its cut (counted, not kept yet). Every check that can refuse the failback runs
+        here, so a dry run refuses alike and a refusal has written nothing. FailbackRefused names what
+        stops it."""
         record = self._record()
         self._check_clusters(record)
+        reverse = reverse_config(self.forward, record)
+        start = reverse_start(self.forward, MirrorSinkConfig.parse(reverse), record)
         report = self._divergence(record, keep=False)
         cfg = self.forward
         drift = find_drift(
@@ -80,18 +92,18 @@ class Failback:
             clients.admin(cfg.target_admin(), self._client_id),
             configs_synced=cfg.sync_topic_configs_enabled,
         )
-        return FailbackPlan(record, report, drift, reverse_config(cfg, record))
+        return FailbackPlan(record, report, drift, reverse, start)
 
     def reverse(self) -> MirrorSinkConfig:
         """The reverse link's config, as ``plan`` derived it from the newest failover."""
         return MirrorSinkConfig.parse(reverse_config(self.forward, self._record()))
 
     def start(self, plan: FailbackPlan) -> DivergenceReport:
-        """Keep the diverged records, then start the reverse link at the cut."""
-        reverse = MirrorSinkConfig.parse(plan.reverse)
-        report = self._divergence(plan.record, keep=True)
-        starts = seed(self.forward, reverse, plan.record)
-        self.say(f"reverse link {reverse.name}: {len(starts)} partitions start at the failover's cut")
+        """Keep the diverged records and start the reverse link at the cut, in one transaction on the
+        old primary: a failure keeps nothing and starts nothing, so the failback can simply run again."""
+        report = self._divergence(plan.record, keep=True, start=plan.start)
+        starts = len(plan.start.offsets)
+        self.say(f"reverse link {plan.reverse['name']}: {starts} partitions start at the failover's cut")
         return report
 
     def finish(self, reverse: MirrorSinkConfig, groups: str | None, wait_caught_up_s: float, *, dry_run: bool) -> int:
@@ -100,6 +112,7 @@ class Failback:
         diverged): no record crosses a link twice. Returns the number of groups moved."""
         record = self._record()
         self._refuse_running(reverse)
+        self._refuse_forward_moved(record)
         forward_index = self._forward_syncs()
         cuts = {cut.target: cut for cut in record.cuts}
         policy = reverse.replication_policy()
@@ -119,16 +132,16 @@ class Failback:
 
         failover = Failover(reverse, self.say, untranslated=below_cut, destination="the old primary")
         plan = failover.plan(groups, wait_caught_up_s)
+        homes = {
+            cut.target.topic: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts
+        }
+        home_partitions = self._home_partitions(homes)  # before any commit: a missing home topic refuses
         self.say(plan.table())
         for line in _reading_diverged(plan, cuts):
             self.say(line)
         if dry_run:
             self.say("dry run: nothing committed")
             return 0
-        homes = {
-            cut.target.topic: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts
-        }
-        home_partitions = self._home_partitions(homes)  # before any commit: a missing home topic refuses
         moved = failover.commit(plan)
         self._resume_forward(homes, home_partitions)
         return moved
@@ -142,6 +155,26 @@ class Failback:
             raise FailbackRefused(
                 f"the reverse link {reverse.name} is still running (group {reverse.shadow_group_id} is {state}): "
                 "let it catch up, stop it, then finish"
+            )
+
+    def _refuse_forward_moved(self, record: FailoverRecord) -> None:
+        """The forward link must be stopped and still at the failover's cut: its offsets are set at
+        the end of the finish (a running one would refuse that commit after the groups moved), and an
+        offset past the cut means it ran again, or this failback was finished already."""
+        cfg = self.forward
+        states = list_groups(clients.admin(cfg.target_admin(), self._client_id), "new primary")
+        state = states.get(cfg.shadow_group_id)
+        if state is not None and state not in IDLE_STATES:
+            raise FailbackRefused(
+                f"the forward link {cfg.name} is running (group {cfg.shadow_group_id} is {state} on the new "
+                "primary): stop it, then finish"
+            )
+        advanced = advanced_since(cfg, record, self._client_id)
+        if advanced:
+            raise FailbackRefused(
+                f"the forward link {cfg.name} is past failover {record.failover_id}'s cut "
+                f"({', '.join(advanced[:10])}): this failback was finished already, or the forward link ran "
+                "again; nothing to finish"
             )
 
     def _forward_syncs(self) -> OffsetIndex:
@@ -242,10 +275,19 @@ class Failback:
                     f"cluster {now}: not the clusters of that failover (nothing done)"
                 )
 
-    def _divergence(self, record: FailoverRecord, *, keep: bool) -> DivergenceReport:
+    def _divergence(self, record: FailoverRecord, *, keep: bool, start: ReverseStart | None = None) -> DivergenceReport:
         cfg = self.forward
         old_primary = clients.admin(cfg.source_admin(), self._client_id)
-        return find_and_keep(record, cfg.source_consumer(), cfg.source_producer(), old_primary, keep=keep, say=self.say)
+        offsets = {start.group: start.offsets} if start is not None else None
+        return find_and_keep(
+            record,
+            cfg.source_consumer(),
+            cfg.source_producer(),
+            old_primary,
+            keep=keep,
+            group_offsets=offsets,
+            say=self.say,
+        )
 
 
 def _reading_diverged(plan: FailoverPlan, cuts: Mapping[TargetPartition, PartitionCut]) -> list[str]:

@@ -15,12 +15,12 @@ connector from B to A with two differences, both derived from the durable failov
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
-from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 from mirror_sink.core.stable_offsets import read_stable_offsets
@@ -30,7 +30,9 @@ from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
 
 _SOURCE, _TARGET = "source.cluster.", "target.cluster."
 #: Keys that name the forward link's own groups: the reverse link takes its defaults instead.
-_FORWARD_ONLY = ("name", "shadow.group.id", "source.group.id", "offset.fallback.group.id", "groups", "groups.exclude")
+#: ``groups`` and ``groups.exclude`` stay: the groups that fail back are the ones that failed over, by
+#: the same names, and a finish without ``--groups`` moves exactly those.
+_FORWARD_ONLY = ("name", "shadow.group.id", "source.group.id", "offset.fallback.group.id")
 
 
 class FailbackRefused(Exception):
@@ -61,17 +63,32 @@ def reverse_config(forward: MirrorSinkConfig, record: FailoverRecord) -> dict[st
     }
 
 
-def seed(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverRecord) -> dict[TargetPartition, int]:
-    """Start the reverse link at the failover's cut: its shadow group on the old primary holds, for
-    each partition, the new primary's end when the failover ran, with the topic's id there.
+@dataclass(frozen=True)
+class ReverseStart:
+    """Where the reverse link's shadow group starts on the old primary: each home partition at the
+    new primary's end when the failover ran (the first offset written there after it), with the
+    topic's id on the new primary. Committed in the failback's one transaction on the old primary,
+    together with the diverged records (``mirror_sink.failover.divergence``)."""
 
-    FailbackRefused when the reverse link has run already (its group holds offsets) or when the
-    forward link mirrored more after the failover (the cut would leave records of the old primary
-    to be sent back).
+    group: str
+    offsets: tuple[TopicPartition, ...]
+
+    @property
+    def starts(self) -> dict[TargetPartition, int]:
+        """Home partition -> the reverse link's first offset on the new primary."""
+        return {TargetPartition(tp.topic, tp.partition): tp.offset for tp in self.offsets}
+
+
+def reverse_start(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverRecord) -> ReverseStart:
+    """Check that the reverse link can start at the failover's cut, and where: it writes nothing.
+
+    FailbackRefused when the forward link mirrored more after the failover (the cut would leave
+    records of the old primary to be sent back) or when the reverse link has run already (its group
+    holds offsets on the old primary).
     """
     policy = reverse.replication_policy()
     client = f"{reverse.name}-seed"
-    advanced = _advanced_since(forward, record, client)
+    advanced = advanced_since(forward, record, client)
     if advanced:
         raise FailbackRefused(
             f"the forward link {forward.name} mirrored more after the failover ({', '.join(advanced[:10])}); "
@@ -86,29 +103,24 @@ def seed(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverR
     member = group_member(reverse.target_consumer(), reverse.shadow_group_id, client)
     try:
         held = read_stable_offsets(member, list(home.values()), give_up_after_s=60)
-        if any(offset is not None for offset in held.values()):
-            raise FailbackRefused(
-                f"the reverse link's group {reverse.shadow_group_id} on the old primary holds offsets already: a "
-                "reverse link ran or runs (delete the group to start it again from the failover's cut)"
-            )
-        new_primary = clients.admin(reverse.source_admin(), client)  # kept alive while its futures run
-        ids = source_topic_ids(new_primary, sorted({c.target.topic for c in record.cuts}))
-        starts = {home[cut.target]: cut.target_end for cut in record.cuts}
-        offsets = [
-            TopicPartition(*tp, starts[tp], metadata=commit_metadata(ids.get(source.topic)))
-            for source, tp in home.items()
-        ]
-        try:
-            member.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            raise TaskFailure(f"cannot seed {reverse.shadow_group_id} on the old primary: {exc.args[0].str()}") from exc
     finally:
         member.close()
-    return starts
+    if any(offset is not None for offset in held.values()):
+        raise FailbackRefused(
+            f"the reverse link's group {reverse.shadow_group_id} on the old primary holds offsets already: a "
+            "reverse link ran or runs (delete the group to start it again from the failover's cut)"
+        )
+    new_primary = clients.admin(reverse.source_admin(), client)  # kept alive while its futures run
+    ids = source_topic_ids(new_primary, sorted({c.target.topic for c in record.cuts}))
+    offsets = tuple(
+        TopicPartition(*home[cut.target], cut.target_end, metadata=commit_metadata(ids.get(cut.target.topic)))
+        for cut in sorted(record.cuts, key=lambda c: c.target)
+    )
+    return ReverseStart(reverse.shadow_group_id, offsets)
 
 
-def _advanced_since(forward: MirrorSinkConfig, record: FailoverRecord, client: str) -> list[str]:
-    """Partitions whose forward shadow offset moved past the failover's cut."""
+def advanced_since(forward: MirrorSinkConfig, record: FailoverRecord, client: str) -> list[str]:
+    """Partitions whose forward shadow offset moved past the failover's cut, as ``topic-p cut -> now``."""
     member = group_member(forward.target_consumer(), forward.shadow_group_id, client)
     try:
         now = read_stable_offsets(member, [c.target for c in record.cuts], give_up_after_s=60)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Self
 
 import httpx
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -598,6 +598,47 @@ def commit_group_offsets(bootstrap: Address, group: str, offsets: dict[tuple[str
         consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     finally:
         consumer.close()
+
+
+def cluster_state(cluster: KafkaEndpoint, token: str) -> dict[str, dict[tuple[str, int], int]]:
+    """What a command could have written on ``cluster``, for the topics and groups whose names hold
+    ``token`` (a test's unique suffix): every partition's end, aborted writes included, and every
+    group's committed offsets."""
+    admin = AdminClient(client_settings(address(cluster)))
+    topics = sorted(t for t in admin.list_topics(timeout=30).topics if token in t)
+    state: dict[str, dict[tuple[str, int], int]] = {}
+    for topic in topics:
+        ends = end_offsets(address(cluster), topic, isolation="read_uncommitted")
+        state[f"topic {topic}"] = {(topic, p): end for p, end in ends.items()}
+    listed = admin.list_consumer_groups(request_timeout=30).result(30)
+    for group in sorted(g.group_id for g in listed.valid if token in g.group_id):
+        request = [ConsumerGroupTopicPartitions(group)]
+        stored = admin.list_consumer_group_offsets(request)[group].result(30)
+        state[f"group {group}"] = {(tp.topic, tp.partition): tp.offset for tp in stored.topic_partitions}
+    return state
+
+
+def assert_refused_alike(
+    run: Callable[..., subprocess.CompletedProcess[str]],
+    config: dict[str, str],
+    workdir: Path,
+    *args: str,
+    says: str,
+    clusters: Sequence[KafkaEndpoint],
+    token: str,
+) -> None:
+    """A refusal writes nothing, and its dry run foresees it: ``run(config, workdir, *args)`` exits 1
+    saying ``says``, so does the same command with ``--dry-run``, and no topic end or group offset
+    named with ``token`` moved on any of ``clusters``."""
+    before = [cluster_state(c, token) for c in clusters]
+    for extra in ((), ("--dry-run",)):
+        result = run(config, workdir, *args, *extra)
+        shown = " ".join([*args, *extra])
+        assert result.returncode == 1, f"{shown}: exit {result.returncode}\n{result.stdout}{result.stderr}"
+        assert says in result.stdout, f"{shown}: not refused with {says!r}\n{result.stdout}{result.stderr}"
+    after = [cluster_state(c, token) for c in clusters]
+    for cluster, was, now in zip(clusters, before, after, strict=True):
+        assert now == was, f"a refused {' '.join(args)} wrote to {cluster.bootstrap_servers}: {was} -> {now}"
 
 
 def run_failover(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:

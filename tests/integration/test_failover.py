@@ -34,6 +34,7 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     assert_exact_mirror,
+    assert_refused_alike,
     commit_group_offsets,
     committed_on_target,
     compacted_with_gaps,
@@ -255,22 +256,28 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     finally:
         assert proc.stop() == 0, proc.log_tail()
 
+    # Every refusal commits nothing on either cluster, and its dry run refuses alike.
+    refused = partial(assert_refused_alike, run_failover, clusters=(source, target), token=unique(""))
     # A group active on the target: refused, and nothing committed for any group.
-    member = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": busy, "session.timeout.ms": 30000})
+    member = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "group.id": busy,
+            "session.timeout.ms": 30000,
+            "enable.auto.commit": False,
+        }
+    )
     member.subscribe([target_topic])
     wait_until(lambda: bool(member.poll(0.5) or member.assignment()), 30, "the busy member to join")
     try:
-        refused = run_failover(config, tmp_path, "--groups", f"{mid}|{busy}")
-        assert refused.returncode == 1, refused.stdout + refused.stderr
-        assert f"consumer groups active on the target: {busy}" in refused.stdout
+        refused(config, tmp_path, "--groups", f"{mid}|{busy}", says=f"consumer groups active on the target: {busy}")
         none = committed_offsets(target.bootstrap_servers, mid, [(target_topic, 0), (target_topic, 1)])
         assert set(none.values()) == {-1001}, "a refused failover committed something"
     finally:
         member.close()
 
     # An unknown group: refused by name.
-    result = run_failover(config, tmp_path, "--groups", unknown)
-    assert result.returncode == 1 and f"no consumer group on the source matches {unknown!r}" in result.stdout
+    refused(config, tmp_path, "--groups", unknown, says=f"no consumer group on the source matches {unknown!r}")
 
     # The source gone: the latest checkpoints, with their age; the group resumes exactly.
     gone = {**config, "source.cluster.bootstrap.servers": "127.0.0.1:1"}
@@ -296,8 +303,7 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     }
 
     # The source gone and no checkpoint for the group: refused, nothing committed.
-    result = run_failover(gone, tmp_path, "--groups", unknown)
-    assert result.returncode == 1 and "no consumer group" in result.stdout
+    refused(gone, tmp_path, "--groups", unknown, says="no consumer group")
 
     # The offset syncs expired (deleted here as retention would): a checkpoint written for the very
     # offset a group still has is as exact; a group with no such checkpoint is refused, nothing committed.
@@ -307,8 +313,8 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     for future in admin.delete_records([TopicPartition(syncs.topic, 0, ends[0])]).values():
         future.result(30)
     commit_group_offsets(source.bootstrap_servers, orphan, {(topic, 0): 50})
-    result = run_failover(config, tmp_path, "--groups", f"{late}|{orphan}", "--wait-caught-up", "30")
-    assert result.returncode == 1 and f"no exact target offset for: {orphan} on {topic}-0 at 50" in result.stdout
+    untranslatable = f"no exact target offset for: {orphan} on {topic}-0 at 50"
+    refused(config, tmp_path, "--groups", f"{late}|{orphan}", "--wait-caught-up", "30", says=untranslatable)
     assert committed_offsets(target.bootstrap_servers, late, [(target_topic, 0)])[(target_topic, 0)] == -1001
     result = run_failover(config, tmp_path, "--groups", late, "--wait-caught-up", "30")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -412,9 +418,10 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
     record = _recorded(target, gone)
     assert {c.target.partition: c.mirrored_to for c in record.cuts} == cut
 
-    # The old primary is back. A failback of a connector that never failed over is refused.
-    never = run_failback({**config, "name": unique("never")}, tmp_path)
-    assert never.returncode == 1 and "no failover of" in never.stdout, never.stdout + never.stderr
+    # The old primary is back. A failback of a connector that never failed over is refused, and
+    # (as every refusal) writes nothing, its dry run refusing alike.
+    refused = partial(assert_refused_alike, run_failback, clusters=(source, target), token=unique(""))
+    refused({**config, "name": unique("never")}, tmp_path, says="no failover of")
     # A dry run reports what diverged and keeps nothing.
     dry = run_failback(config, tmp_path, "--dry-run")
     assert dry.returncode == 0, dry.stdout + dry.stderr
@@ -463,8 +470,9 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
         p = c.target.partition
         new = [r.content() for r in written[p] if r.offset >= c.target_end]
         assert len(new) == 15 and [r.content() for r in arrived[p] if r.offset >= before[p]] == new, f"partition {p}"
-    again = run_failback(config, tmp_path)
-    assert again.returncode == 1 and "holds offsets already" in again.stdout, again.stdout
+    # The same failback again: refused before it keeps anything a second time (the side topic's end
+    # stays where it is), and the dry run foresees the refusal.
+    refused(config, tmp_path, says="holds offsets already")
 
     # Groups home, exactly: one in the records written since the failover, one still inside what came
     # from the old primary, one between the two (it read everything mirrored, nothing new yet: its
@@ -585,19 +593,20 @@ def test_a_planned_round_trip_in_record_mode_leaves_every_record_on_both_cluster
         wait_until(home, 90, "the reverse link caught up", detail=back.log_tail)
         # Finishing while the reverse link runs is refused: a record it copied after the forward
         # link's new start would cross back.
-        running = run_failback(config, tmp_path, "--finish", "--groups", re.escape(group))
-        assert running.returncode == 1 and "is still running" in running.stdout, running.stdout + running.stderr
+        for dry in ((), ("--dry-run",)):
+            running = run_failback(config, tmp_path, "--finish", "--groups", re.escape(group), *dry)
+            assert running.returncode == 1 and "is still running" in running.stdout, running.stdout + running.stderr
     finally:
         assert back.stop() == 0, back.log_tail()
 
     # A consumer of the group still on the old primary: finishing is refused and commits nothing.
+    refused = partial(assert_refused_alike, run_failback, clusters=(source, target), token=unique(""))
     member = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
     member.subscribe([topic])
     try:
         wait_until(lambda: bool(member.poll(0.2) or member.assignment()), 30, "the group active on the old primary")
-        refused = run_failback(config, tmp_path, "--finish", "--groups", re.escape(group))
-        assert refused.returncode == 1, refused.stdout + refused.stderr
-        assert f"consumer groups active on the old primary: {group} (STABLE)" in refused.stdout, refused.stdout
+        active = f"consumer groups active on the old primary: {group} (STABLE)"
+        refused(config, tmp_path, "--finish", "--groups", re.escape(group), says=active)
         untouched = committed_offsets(source.bootstrap_servers, group, [(topic, p) for p in range(3)])
         assert untouched == {(topic, 0): 3, (topic, 1): 4, (topic, 2): -1001}, f"a refused finish committed {untouched}"
     finally:
@@ -641,3 +650,9 @@ def test_a_planned_round_trip_in_record_mode_leaves_every_record_on_both_cluster
     for p in range(3):
         new = [r.value for r in landed[p] if r.offset >= b_before[p]]
         assert new == [r.value for r in fresh if r.partition == p], f"partition {p}: an echo or a loss"
+
+    # The round trip is complete. Failing back again, or finishing again, is refused before it writes
+    # anything (it once kept the records that came back as "diverged", then refused), and the dry
+    # runs foresee both refusals.
+    refused(config, tmp_path, says="mirrored more after the failover")
+    refused(config, tmp_path, "--finish", says="this failback was finished already")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from api.cli.failback import finish_command
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import FailbackReplicationPolicy, IdentityReplicationPolicy
@@ -59,3 +62,25 @@ def test_identity_named_setups_come_back_under_the_same_names() -> None:
     assert isinstance(
         MirrorSinkConfig.parse(reverse_config(forward, _record())).replication_policy(), IdentityReplicationPolicy
     )
+
+
+def test_the_reverse_link_keeps_the_forward_links_group_filters() -> None:
+    """The groups that fail back are the ones that failed over, by the same names: a finish without
+    --groups must not move a group the forward link excluded."""
+    forward = MirrorSinkConfig.parse({**FORWARD, "groups": "billing-.*|ledger", "groups.exclude": "billing-test.*"})
+    reverse = MirrorSinkConfig.parse(reverse_config(forward, _record()))
+    moves = reverse.group_filter().accepts
+    assert (reverse.groups, reverse.groups_exclude) == ("billing-.*|ledger", "billing-test.*")
+    assert moves("billing-eu") and moves("ledger")
+    assert not moves("billing-test-1") and not moves("audit")
+
+
+def test_the_finish_hint_is_a_complete_command() -> None:
+    """The command printed after a failback names the reverse config as written and which groups move."""
+    forward = MirrorSinkConfig.parse({**FORWARD, "groups": "billing-.*", "groups.exclude": "billing-test.*"})
+    hint = finish_command(Path("my mirror.json"), Path("/etc/ms/orders-mirror-failback.json"), forward)
+    assert hint.startswith(
+        "mirror-sink failback 'my mirror.json' --finish --reverse-config /etc/ms/orders-mirror-failback.json "
+        "--wait-caught-up 300"
+    ), hint
+    assert "'billing-.*'" in hint and "'billing-test.*'" in hint, hint
