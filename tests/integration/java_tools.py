@@ -44,3 +44,26 @@ def java_translate_offsets(
         topic, partition, offset = line.rsplit("\t", 2)
         offsets[(topic, int(partition))] = int(offset)
     return offsets
+
+
+def java_transactions(
+    bootstrap: str, transactional_id: str, transactions: int, topics: dict[str, int], *, abort_every: int = 0
+) -> list[tuple[bool, list[tuple[str, int, int]]]]:
+    """Transactions written by Kafka's Java producer (transactions version 2 against a 4.x broker),
+    each on 2-4 partitions across ``topics`` (name -> partitions): per transaction, whether it
+    committed and the (topic, partition, offset) of each of its records."""
+    jars = KafkaJars.ensure()
+    specs = [f"{topic}:{n}" for topic, n in topics.items()]
+    cmd = [
+        os.environ.get("JAVA", "java"), "-cp", jars.classpath, str(JAVA_DIR / "TransactionalWriter.java"),
+        bootstrap, transactional_id, str(transactions), str(abort_every), *specs,
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_JVM_MARGIN_S + transactions, check=False)
+    if proc.returncode != 0:
+        raise JavaToolError(f"TransactionalWriter {transactional_id!r} exited {proc.returncode}:\n{proc.stderr}")
+    out = []
+    for line in proc.stdout.splitlines():
+        outcome, *records = line.split()
+        placed = [(t, int(p), int(o)) for t, p, o in (r.rsplit(":", 2) for r in records)]
+        out.append((outcome == "commit", placed))
+    return out
