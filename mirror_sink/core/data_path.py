@@ -145,6 +145,14 @@ class DataPath(Protocol):
         """Copy nothing at or past these offsets, and let positions go no further (a planned range's
         end: Spark's). A batch that crosses an end is re-encoded without its records past it."""
 
+    def hold_at(self, limits: Mapping[SourcePartition, int]) -> None:
+        """Copy nothing at or past these offsets for now, but keep it (within the memory budget) for
+        when the limits move on: the cut that keeps source transactions whole. Limits are batch
+        boundaries (last stable offsets); a call replaces the previous limits."""
+
+    def holding(self) -> bool:
+        """Whether something fetched waits at a ``hold_at`` limit."""
+
     def copy(self, wait_s: float) -> Copied:
         """Move what is available (waiting up to ``wait_s`` for data) into the open cycle, each
         partition to the target partition it was assigned with.

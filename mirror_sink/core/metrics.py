@@ -81,6 +81,25 @@ topic_recreations_total = Counter(
     TASK_LABELS,
 )
 rebalances_total = Counter("mirror_sink_rebalances", "Shadow-group assignments and revocations.", TASK_LABELS)
+source_transactions_whole = Gauge(
+    "mirror_sink_source_transactions_whole",
+    "1 while the task keeps source transactions whole (source.transactions.whole=true and the source's "
+    "__transaction_state readable); 0 while it copies per partition.",
+    TASK_LABELS,
+)
+source_transaction_cuts_total = Counter(
+    "mirror_sink_source_transaction_cuts",
+    "Keeping source transactions whole: snapshots taken as cuts (outcome=cut), dropped because a source "
+    "transaction's markers were being written (mid_markers), and commits made before their cut was reached "
+    "(split_commit: source transactions may be split there).",
+    (*TASK_LABELS, "outcome"),
+)
+source_transactions_spanning = Gauge(
+    "mirror_sink_source_transactions_spanning_producers",
+    "Transactional ids whose source transactions span partitions this task mirrors and partitions it does not: "
+    "those cannot land whole (each named once in a WARNING).",
+    TASK_LABELS,
+)
 raw_batches_total = Counter(
     "mirror_sink_raw_batches",
     "Raw mode: source batches forwarded as they are, or re-encoded (by reason).",

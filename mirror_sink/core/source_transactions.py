@@ -18,6 +18,7 @@ the caller goes on per partition.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -63,6 +64,29 @@ class SourceTransaction:
 
 
 @dataclass
+class Prepared:
+    """Where a committed source transaction's Prepare and Complete records lie in the coordinator's
+    log: what tells whether its markers were all written, or none, at a given moment."""
+
+    transaction: SourceTransaction
+    #: The ``__transaction_state`` partition, and the offsets of its PrepareCommit and CompleteCommit.
+    log_partition: int
+    prepared_at: int
+    completed_at: int | None = None
+
+    def visible(self, before: Mapping[int, int], after: Mapping[int, int]) -> bool | None:
+        """Whether its records were visible on every partition it touched at a moment between two reads
+        of the coordinator log's ends (``before`` and ``after``): True once CompleteCommit was written
+        before (every marker written), False when PrepareCommit was written after (no marker written
+        yet), None when the moment may have fallen while its markers were being written."""
+        if self.completed_at is not None and self.completed_at < before.get(self.log_partition, 0):
+            return True
+        if self.prepared_at >= after.get(self.log_partition, 0):
+            return False
+        return None
+
+
+@dataclass
 class Availability:
     """Whether the coordinator's state can be read, and if not, why."""
 
@@ -104,10 +128,19 @@ class SourceTransactions:
         #: Transactions not complete yet, by transactional.id (Ongoing, PrepareCommit, PrepareAbort).
         self.open: dict[str, TransactionLogValue] = {}
         self.availability = Availability(False, "not started")
+        #: The source has no ``__transaction_state`` yet (no transaction ever ran there).
+        self.missing = False
         self.skipped_records = 0  # records of a format this decoder does not know
+        #: Committed transactions over several partitions, by transactional.id, the latest one each,
+        #: plus those completed and not yet forgotten (``forget``).
+        self._latest: dict[str, Prepared] = {}
+        self.prepared: list[Prepared] = []
+        self._unreported: list[SourceTransaction] = []
 
     def start(self, timeout_s: float = 30.0) -> Availability:
-        """Assign every partition of the topic from its beginning; say why not when it cannot be read."""
+        """Assign every partition of the topic from its beginning; say why not when it cannot be read.
+        A source where no transaction has run yet has no such topic: that is readable, with no
+        partition (``missing``) until ``refresh`` finds it."""
         try:
             meta = self._consumer.list_topics(TRANSACTION_STATE_TOPIC, timeout=timeout_s).topics.get(
                 TRANSACTION_STATE_TOPIC
@@ -115,21 +148,36 @@ class SourceTransactions:
         except KafkaException as exc:
             self.availability = Availability(False, f"cannot describe {TRANSACTION_STATE_TOPIC}: {exc.args[0].str()}")
             return self.availability
-        if meta is None or meta.error is not None:
-            err = meta.error if meta is not None else None
-            if err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        err = meta.error if meta is not None else None
+        if meta is None or (err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            self.missing = True
+            self.availability = Availability(True, "no transaction has run on the source yet")
+            return self.availability
+        if err is not None:
+            if err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                 reason = f"not authorized: the mirror's principal needs {REQUIRED_ACLS}"
-            elif err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                reason = f"{TRANSACTION_STATE_TOPIC} does not exist yet (no transaction has run on the source)"
             else:
-                reason = f"{TRANSACTION_STATE_TOPIC} cannot be described: {err.str() if err else 'no metadata'}"
+                reason = f"{TRANSACTION_STATE_TOPIC} cannot be described: {err.str()}"
             self.availability = Availability(False, reason)
             return self.availability
+        self.missing = False
         partitions = sorted(meta.partitions)
         self._consumer.assign([TopicPartition(TRANSACTION_STATE_TOPIC, p, 0) for p in partitions])
         self._positions = dict.fromkeys(partitions, 0)
         self.availability = Availability(True)
         return self.availability
+
+    def refresh(self, timeout_s: float = 10.0) -> bool:
+        """While the topic is ``missing``: look again; True when it has just been found (and assigned)."""
+        if not self.missing:
+            return False
+        self.start(timeout_s)
+        return not self.missing
+
+    @property
+    def partitions(self) -> list[int]:
+        """The partitions of the topic being read (none while it is ``missing``)."""
+        return sorted(self._positions)
 
     def poll(self, timeout_s: float = 0.0, max_records: int = 10_000) -> list[SourceTransaction]:
         """The transactions prepared since the last call, in the order their coordinator prepared them
@@ -148,13 +196,35 @@ class SourceTransactions:
                     return prepared
                 log.debug("reading %s: %s", TRANSACTION_STATE_TOPIC, err.str())
                 continue
-            self._positions[msg.partition() or 0] = (msg.offset() or 0) + 1
-            found = self._take(msg.key(), msg.value())
+            where, offset = msg.partition() or 0, msg.offset() or 0
+            self._positions[where] = offset + 1
+            found = self._take(msg.key(), msg.value(), where, offset)
             if found is not None:
                 prepared.append(found)
         return prepared
 
-    def _take(self, key: bytes | None, value: bytes | None) -> SourceTransaction | None:
+    def read_to(self, ends: Mapping[int, int], timeout_s: float) -> bool:
+        """Poll until every partition of the log has been read up to ``ends`` (offsets from
+        ``log_ends``); False when that took longer than ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while any(self._positions.get(p, 0) < end for p, end in ends.items()):
+            if not self.availability.readable or time.monotonic() >= deadline:
+                return False
+            self.poll(0.05)
+        return True
+
+    def take_prepared(self) -> list[SourceTransaction]:
+        """The transactions prepared since the last call (by ``poll`` or ``read_to``)."""
+        taken, self._unreported = self._unreported, []
+        return taken
+
+    def forget(self, before: Mapping[int, int]) -> None:
+        """Drop the transactions completed before these log ends: every later moment sees them whole."""
+        self.prepared = [
+            t for t in self.prepared if t.completed_at is None or t.completed_at >= before.get(t.log_partition, 0)
+        ]
+
+    def _take(self, key: bytes | None, value: bytes | None, where: int, offset: int) -> SourceTransaction | None:
         try:
             txn_id = decode_key(key)
             if txn_id is None:
@@ -167,9 +237,20 @@ class SourceTransactions:
             return None
         if state is None or state.status.complete or state.status.name == "EMPTY":
             self.open.pop(txn_id, None)
+            latest = self._latest.pop(txn_id, None)
+            if latest is not None and state is not None and state.status.complete:
+                latest.completed_at = offset
             return None
         self.open[txn_id] = state
-        return _transaction(txn_id, state) if state.status.prepared else None
+        if not state.status.prepared:
+            return None
+        found = _transaction(txn_id, state)
+        self._unreported.append(found)
+        if found.committed and found.spans_partitions:
+            tracked = Prepared(found, where, offset)
+            self._latest[txn_id] = tracked
+            self.prepared.append(tracked)
+        return found
 
     def caught_up(self, timeout_s: float = 10.0) -> bool:
         """Whether everything the coordinator has written by now has been read (one ListOffsets per

@@ -192,6 +192,12 @@ class RawFetcher:
         return all(not p.queue and p.at_stable_end for p in self._parts.values())
 
     @_locked
+    def peek(self, tp: SourcePartition) -> Fetched | None:
+        """``tp``'s oldest fetched item, left in its queue; None when there is none."""
+        queue = self._parts[tp].queue
+        return queue[0] if queue else None
+
+    @_locked
     def pop(self, tp: SourcePartition) -> Fetched | None:
         """``tp``'s oldest fetched item, or None; its bytes stay charged to the budget until the target
         acknowledges them (or they are dropped): whoever takes the item gives them back."""

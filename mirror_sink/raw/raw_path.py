@@ -95,6 +95,8 @@ class RawPath:
         self._epoch: dict[SourcePartition, int] = {}
         #: Planned range ends (``stop_at``): nothing at or past them is copied.
         self._stops: dict[SourcePartition, int] = {}
+        #: The current cut (``hold_at``): what lies at or past it waits in the fetcher's queues.
+        self._holds: dict[SourcePartition, int] = {}
         #: Each read partition's target, given with its assignment.
         self._target: dict[SourcePartition, TargetPartition] = {}
         self.fetching.start()
@@ -146,6 +148,23 @@ class RawPath:
     def stop_at(self, ends: Mapping[SourcePartition, int]) -> None:
         """Copy nothing at or past ``ends``; a batch that crosses one is re-encoded up to it."""
         self._stops.update(ends)
+
+    def hold_at(self, limits: Mapping[SourcePartition, int]) -> None:
+        """Take nothing at or past ``limits`` from the fetcher: it stays queued (the queue's byte
+        limit stops fetching that partition, within the memory budget) until the limits move on."""
+        self._holds = dict(limits)
+        self.fetcher.wire.wakeup()
+
+    def holding(self) -> bool:
+        """Whether a partition's next fetched item waits at its limit."""
+        for tp in self.fetcher.ready():
+            limit = self._holds.get(tp)
+            if limit is None:
+                continue
+            item = self.fetcher.peek(tp)
+            if item is not None and item.start >= limit:
+                return True
+        return False
 
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
@@ -224,6 +243,14 @@ class RawPath:
             self._woken = True
             self.producer.wire.wakeup()
 
+    def _next(self, tp: SourcePartition, hold: int | None) -> Fetched | None:
+        """``tp``'s next fetched item unless it lies at or past ``hold`` (then it stays queued)."""
+        if hold is not None:
+            item = self.fetcher.peek(tp)
+            if item is None or item.start >= hold:
+                return None
+        return self.fetcher.pop(tp)
+
     def _take(self) -> tuple[Copied, bool]:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds);
         what they add, and whether there were any."""
@@ -233,7 +260,8 @@ class RawPath:
             target_tp = self._target[tp]
             room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
             stop = self._stops.get(tp)
-            while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp)) is not None:
+            hold = self._holds.get(tp)
+            while room > 0 and planned_bytes < self._chunk_bytes and (item := self._next(tp, hold)) is not None:
                 if stop is not None and item.start >= stop:  # past the planned end: not this range's
                     self.budget.give_back(item.charge)
                     continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from functools import partial
 
@@ -84,6 +85,11 @@ class RecordPath:
         self._stops: dict[SourcePartition, int] = {}
         #: Source topic -> target topic of the partitions assigned (records keep their partition number).
         self._target_topic: dict[str, str] = {}
+        #: The current cut (``hold_at``), and the records consumed at or past it, kept in order while
+        #: their partition is paused; ``_released`` are those the cut has moved past, copied first.
+        self._holds: dict[SourcePartition, int] = {}
+        self._held: dict[SourcePartition, deque[Message]] = {}
+        self._released: list[Message] = []
 
     def assign(
         self,
@@ -119,6 +125,10 @@ class RecordPath:
         if not offsets:
             return
         self._rewound.update(offsets)
+        for tp in offsets:
+            if self._held.pop(tp, None) is not None:
+                self.source.resume([TopicPartition(*tp)])
+        self._released = [m for m in self._released if (m.topic(), m.partition()) not in offsets]
         self.copier.stats = {}
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in offsets])
         epochs = leader_epochs or {}
@@ -128,11 +138,14 @@ class RecordPath:
 
     def copy(self, wait_s: float) -> Copied:
         """Consume up to a batch of records and produce them."""
-        messages = self.source.consume(_CONSUME_BATCH, wait_s)
+        released, self._released = self._released, []
+        messages = self.source.consume(_CONSUME_BATCH, 0 if released else wait_s)
         self._drained = len(messages) < _CONSUME_BATCH
         good = [m for m in messages if not self._is_error(m)]
         if self._stops:
             good = [m for m in good if (m.offset() or 0) < self._stop_of(m)]
+        if self._holds or self._held:
+            good = released + self._hold(good)
         if not good:
             return Copied()
         self.committer.enlist()
@@ -140,6 +153,38 @@ class RecordPath:
         if self._rewound:
             self._rewound.difference_update({(m.topic(), m.partition()) for m in good})
         return Copied(len(good), produced)
+
+    def hold_at(self, limits: Mapping[SourcePartition, int]) -> None:
+        """Copy no record at or past ``limits``: such records are kept in order and their partition
+        paused until the limits move past them (librdkafka's prefetch and one consume's worth at most)."""
+        self._holds = dict(limits)
+        for tp, held in list(self._held.items()):
+            limit = self._holds.get(tp)
+            while held and (limit is None or (held[0].offset() or 0) < limit):
+                self._released.append(held.popleft())
+            if not held:
+                del self._held[tp]
+                self.source.resume([TopicPartition(*tp)])
+
+    def holding(self) -> bool:
+        """Whether records wait at the limits."""
+        return bool(self._held)
+
+    def _hold(self, messages: list[Message]) -> list[Message]:
+        """The records below their partition's limit; the others are kept, their partitions paused."""
+        out = []
+        for m in messages:
+            tp = SourcePartition(m.topic() or "", m.partition() or 0)
+            limit = self._holds.get(tp)
+            held = self._held.get(tp)
+            if held is None and (limit is None or (m.offset() or 0) < limit):
+                out.append(m)
+                continue
+            if held is None:
+                held = self._held[tp] = deque()
+                self.source.pause([TopicPartition(*tp)])
+            held.append(m)
+        return out
 
     def record_mode_advised(self) -> str | None:
         """Record mode already."""
@@ -177,6 +222,12 @@ class RecordPath:
             out[key] = tp.offset if tp.offset >= 0 and key not in self._rewound else committed[key]
             if key in self._stops:
                 out[key] = min(out[key], self._stops[key])
+            if key in self._holds:
+                out[key] = min(out[key], self._holds[key])
+        for m in self._released:  # released by a new cut, not copied yet: the position is before them
+            key = SourcePartition(m.topic() or "", m.partition() or 0)
+            if key in out:
+                out[key] = min(out[key], m.offset() or 0)
         return out
 
     def _is_error(self, msg: Message) -> bool:

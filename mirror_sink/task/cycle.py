@@ -30,6 +30,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
 from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
+from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.task.commit_plan import CommitPlan
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.task_metrics import TaskMetrics
@@ -48,6 +49,8 @@ _IDLE_COMMIT_S = 5.0
 #: The longest an idle task (nothing in its cycle) waits for data before it serves the group,
 #: looks for new topics and counts its time again; new data ends the wait at once.
 _IDLE_WAIT_S = 0.5
+#: Keeping source transactions whole: a caught-up task takes a snapshot for its next cut at most this often.
+_CUT_SPACING_S = 0.05
 
 
 def commit_interval_s(interval_s: float, marker_wait_s: float, timeout_s: float, *, backlog: bool) -> float:
@@ -97,6 +100,16 @@ class Cycle:
         self._abandoned = False  # a cycle that had to abort while stopping: left to fence or timeout
         #: Record mode reads by topic name: each commit first confirms the topics were not created again.
         self._confirm_topic_ids = run.mode == "record"
+        #: Source transactions kept whole: the cycle copies up to the current cut and commits only there.
+        self.cuts = run.cuts
+        self._cut_reading: frozenset[SourcePartition] = frozenset()
+        self._due_since: float | None = None  # a commit is due, the cut not reached yet
+        interval_s = run.config.transaction_interval_ms / 1000
+        #: Snapshots at most this often while caught up, and this often while a backlog is copied.
+        self._cut_spacing_s = min(_CUT_SPACING_S, interval_s / 4)
+        self._backlog_cut_spacing_s = max(_CUT_SPACING_S, interval_s / 2)
+        #: A cut not reached this long after a commit was due is given up for that commit (counted).
+        self._split_after_s = run.config.transaction_timeout_ms / 1000 / 3
 
     def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
@@ -123,11 +136,13 @@ class Cycle:
                     own.update(mappings)
                 own.serve()
                 self.metrics.serving(len(own.reading), own.rebalances - self._rebalances_seen)
+                self.metrics.cuts(self.cuts.counts if self.cuts is not None else None)
                 if own.rebalances != self._rebalances_seen:
                     # A new assignment starts a new streak: the old one's aborts (a session lost
                     # while an abort waited on a dead coordinator) say nothing of what it can commit.
                     self._aborting_since = None
                 self._rebalances_seen = own.rebalances
+                self._cut_again_if_reassigned()
                 if lag_interval_s and now >= next_lag_commit:
                     self.commit_source_positions()
                     next_lag_commit = now + lag_interval_s
@@ -140,30 +155,39 @@ class Cycle:
             if own.unsaved_start or own.unrecorded:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
                 self._next_commit_at = 0.0
-            if self._to_commit():
-                wait = max(0.0, min(0.1, self._next_commit_at - now))
-            elif self.path.positions_move_unseen:  # idle, but the next commit may save a moved position
-                wait = max(0.0, min(_IDLE_WAIT_S, self._next_commit_at - now))
-            else:
-                wait = _IDLE_WAIT_S  # nothing to commit until new data, which ends the wait
-            copied = self._copy(wait)
+            copied = self._copy(self._wait_s(now))
             if copied is None:
                 continue
             self.counters.records += copied.records
             self.metrics.read(copied.records)
             self._cycle_bytes += copied.bytes
+            positions = self._positions() if self.cuts is not None else {}
             if (
                 self._cycle_bytes >= cfg.transaction_max_bytes
                 or time.monotonic() >= self._next_commit_at
-                or (adaptive and self.committer.open and self.path.caught_up())
-            ):
+                or (adaptive and self.committer.open and self._caught_up(positions))
+            ) and self._at_cut(positions):
                 self._commit_and_schedule(interval_s, adaptive=adaptive)
                 if auto_mode and not self.committer.open and (why := self.path.record_mode_advised()):
                     raise SwitchToRecordMode(why)  # between cycles: nothing is open, nothing is lost
+            if self.cuts is not None:
+                self._next_cut(positions)
         if self.committer.open and not self._abandoned:
-            self.commit()  # graceful stop: finish the cycle rather than throw it away
+            self._finish_on_stop()
         self.commit_source_positions()
         self.log_progress()
+
+    def _wait_s(self, now: float) -> float:
+        """How long the next copy may wait for data."""
+        if self._to_commit():
+            wait = max(0.0, min(0.1, self._next_commit_at - now))
+        elif self.path.positions_move_unseen:  # idle, but the next commit may save a moved position
+            wait = max(0.0, min(_IDLE_WAIT_S, self._next_commit_at - now))
+        else:
+            wait = _IDLE_WAIT_S  # nothing to commit until new data, which ends the wait
+        if self.cuts is not None and self.path.holding():
+            wait = min(wait, self._cut_spacing_s)  # held data waits for the next cut, not for new data
+        return wait
 
     def _commit_and_schedule(self, interval_s: float, *, adaptive: bool) -> None:
         """Commit what the cycle holds, if anything, and set when the next commit is due."""
@@ -182,6 +206,76 @@ class Cycle:
             next_interval_s = max(interval_s, _IDLE_COMMIT_S)
         # (else nothing moved: no need to look at every partition's position)
         self._next_commit_at = time.monotonic() + next_interval_s
+
+    def _finish_on_stop(self) -> None:
+        """Graceful stop: commit the open cycle rather than throw it away, unless that would commit
+        between two cuts (a source transaction could be left in part): then it is copied again."""
+        if self.cuts is None or self.cuts.reached(self._positions()):
+            self.commit()
+            return
+        self.log.info("stopping between two cuts: the open cycle is aborted and copied again on restart")
+        self.committer.abort()
+
+    # -- cuts of whole source transactions ------------------------------------------------------
+    def _cut_again_if_reassigned(self) -> None:
+        """New partitions (or some gone): start from what is committed, and cut again."""
+        own = self.ownership
+        if self.cuts is None or frozenset(own.reading) == self._cut_reading:
+            return
+        self._cut_reading = frozenset(own.reading)
+        self.cuts.reset({tp: own.committed[tp] for tp in own.reading})
+        self.path.hold_at(self.cuts.limits)
+
+    def _positions(self) -> dict[SourcePartition, int]:
+        own = self.ownership
+        return self.path.positions({tp: own.committed[tp] for tp in own.reading})
+
+    def _caught_up(self, positions: Mapping[SourcePartition, int]) -> bool:
+        """Nothing more to copy now: the path has caught up with the source, or (keeping source
+        transactions whole) with the current cut, and no later cut is known yet."""
+        if self.cuts is None:
+            return self.path.caught_up()
+        return self.cuts.reached(positions) and not self.cuts.pending
+
+    def _at_cut(self, positions: Mapping[SourcePartition, int]) -> bool:
+        """Whether a due commit may happen now: at the current cut (or without cuts); after
+        ``_split_after_s`` of waiting for the cut, it happens anyway, said and counted."""
+        if self.cuts is None or self.cuts.reached(positions):
+            self._due_since = None
+            return True
+        now = time.monotonic()
+        self._due_since = self._due_since or now
+        if now - self._due_since < self._split_after_s:
+            return False
+        self.cuts.counts.split_commits += 1
+        limits = self.cuts.limits
+        behind = {tp: (positions.get(tp), limit) for tp, limit in limits.items() if positions.get(tp, -1) < limit}
+        self.log.warning(
+            "the cut was not reached in %.0f s (%s): committing before it, so source transactions may be split "
+            "in this commit",
+            now - self._due_since,
+            ", ".join(f"{tp} at {at} of {limit}" for tp, (at, limit) in sorted(behind.items())[:10]),
+        )
+        self._due_since = None
+        return True
+
+    def _next_cut(self, positions: Mapping[SourcePartition, int]) -> None:
+        """At the current cut: move to the next one (taken now if none is ahead and data waits).
+        Short of it, while a backlog is copied: take cuts ahead now and then, so that the backlog
+        is copied in cuts of about one snapshot interval each."""
+        cuts = self.cuts
+        assert cuts is not None
+        reading = list(self.ownership.reading)
+        if not cuts.reached(positions):
+            if cuts.due(self._backlog_cut_spacing_s):
+                cuts.snapshot(reading)
+            return
+        if not cuts.advance():
+            if not (self.path.holding() and cuts.due(self._cut_spacing_s)):
+                return
+            if not (cuts.snapshot(reading) and cuts.advance()):
+                return
+        self.path.hold_at(cuts.limits)
 
     def _to_commit(self) -> bool:
         """Whether the next commit has anything to do: an open cycle, or starts, skipped ranges or

@@ -7,6 +7,7 @@ import time
 from mirror_sink.core import metrics as m
 from mirror_sink.core.data_path import DataPath
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.task.transaction_cuts import CutCounts
 
 
 class TaskMetrics:
@@ -28,6 +29,9 @@ class TaskMetrics:
         self._rebalances = m.rebalances_total.labels(*labels)
         self._skipped_records = m.skipped_records_total.labels(*labels)  # 0 until a range is skipped
         self._recreations = m.topic_recreations_total.labels(*labels)  # 0 until a recreation is continued
+        self._whole = m.source_transactions_whole.labels(*labels)
+        self._spanning = m.source_transactions_spanning.labels(*labels)
+        self._cut_counts: dict[str, int] = {}
         self._batches: dict[str, int] = {}
         self._fetches: dict[tuple[str, str], int] = {}
         self._cycle_started: float | None = None
@@ -50,6 +54,22 @@ class TaskMetrics:
             self._duration.observe(time.monotonic() - self._cycle_started)
             self._cycle_started = None
         self._path_counters(path)
+
+    def cuts(self, counts: CutCounts | None) -> None:
+        """Whether source transactions are kept whole, and what the cuts did since the last call."""
+        self._whole.set(0 if counts is None else 1)
+        if counts is None:
+            return
+        self._spanning.set(len(counts.spanning))
+        for outcome, total in (
+            ("cut", counts.cuts),
+            ("mid_markers", counts.mid_markers),
+            ("split_commit", counts.split_commits),
+        ):
+            before = self._cut_counts.get(outcome)
+            if before is None or total > before:
+                m.source_transaction_cuts_total.labels(*self._labels, outcome).inc(total - (before or 0))
+                self._cut_counts[outcome] = total
 
     def skipped(self, gap: SkippedRange) -> None:
         """A range deleted on the source before it was mirrored was stepped over and recorded."""
@@ -75,6 +95,7 @@ class TaskMetrics:
     def stopped(self, path: DataPath) -> None:
         """The task's run ended (stopped, paused, failed): its gauges must not show a live task."""
         self._partitions.set(0)
+        self._whole.set(0)
         for kind in path.memory():
             m.memory_budget_bytes.labels(*self._labels, kind).set(0)
         if path.fetch_sessions() is not None:

@@ -17,7 +17,9 @@ from mirror_sink.core.bounded import call_bounded
 from mirror_sink.core.data_path import Committer
 from mirror_sink.core.logs import Log
 from mirror_sink.core.preflight import check_cluster
+from mirror_sink.core.source_transactions import SourceTransactions
 from mirror_sink.task.data_paths import open_data_path
+from mirror_sink.task.transaction_cuts import TransactionCuts
 
 _CLOSE_LIMIT_S = 30.0
 
@@ -61,6 +63,10 @@ class TaskRun:
             self.member: Consumer = clients.coordination_consumer(
                 config.target_consumer(), config.shadow_group_id, client_id=f"{slot}-member"
             )
+            undo.callback(self._close_consumer, "member", self.member)
+            #: Where source transactions are cut whole (None: per partition, as without the option).
+            whole = config.source_transactions_whole and self.transactional_id is not None
+            self.cuts = open_cuts(config, slot, log) if whole else None
             undo.pop_all()
         self.committer: Committer = self.path.committer
         guarantee = (
@@ -85,6 +91,8 @@ class TaskRun:
         be blocked in it, and destroying it under that call would crash the process.
         """
         self.closing = True
+        if self.cuts is not None:
+            self.cuts.transactions.close()
         self._close_consumer("member", self.member)
         self._close_consumer("source", self.source)
         self.path.close(abandon=abandon_producer)
@@ -94,3 +102,20 @@ class TaskRun:
             call_bounded(f"closing the {name} consumer", consumer.close, _CLOSE_LIMIT_S)
         except Exception as exc:
             self.log.warning("closing the %s consumer: %s", name, exc)
+
+
+def open_cuts(config: MirrorSinkConfig, slot: str, log: Log) -> TransactionCuts | None:
+    """The reader of the source coordinator's log and the cuts made from it; None, said once, when
+    the log cannot be read (no ACL, a source that hides it): the task goes on per partition."""
+    transactions = SourceTransactions(config.source_consumer(), f"{slot}-transaction-log")
+    availability = transactions.start()
+    if not availability.readable:
+        transactions.close()
+        log.warning(
+            "source.transactions.whole=true, but source transactions are not kept whole: %s; going on per partition",
+            availability.reason,
+        )
+        return None
+    cuts = TransactionCuts(transactions, clients.admin(config.source_admin(), f"{slot}-cuts"), log)
+    log.info("source transactions are kept whole: each commit is at a cut of the source's transactions")
+    return cuts

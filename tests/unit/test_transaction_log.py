@@ -137,3 +137,19 @@ def test_the_coordinator_partition_is_javas_string_hash() -> None:
     assert java_string_hash("polygenelubricants") == -(2**31)
     assert coordinator_partition("polygenelubricants", 50) == 0  # Utils.abs(MIN_VALUE) is 0
     assert coordinator_partition("a", 50) == 47
+
+
+def test_a_transaction_is_visible_everywhere_or_nowhere_between_two_reads_of_the_log() -> None:
+    """Prepared.visible: the rule a cut is checked by (mirror_sink.task.transaction_cuts)."""
+    from mirror_sink.core.source_transactions import Prepared, SourceTransaction
+
+    txn = SourceTransaction("app", 7, 0, True, frozenset({("a", 0), ("b", 1)}), False, 0, 1)
+    done = Prepared(txn, log_partition=3, prepared_at=10, completed_at=12)
+    # CompleteCommit written before the first read: every marker was written.
+    assert done.visible(before={3: 13}, after={3: 20}) is True
+    # PrepareCommit written after the second read: no marker yet.
+    assert done.visible(before={3: 5}, after={3: 10}) is False
+    # Anything else may have fallen while the markers were written.
+    assert done.visible(before={3: 12}, after={3: 20}) is None
+    assert Prepared(txn, 3, 10).visible(before={3: 30}, after={3: 40}) is None, "not completed yet"
+    assert done.visible(before={}, after={}) is False, "a partition never read counts as not yet prepared"
