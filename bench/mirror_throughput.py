@@ -40,6 +40,9 @@ MODES: dict[str, dict[str, str]] = {
     "raw-eos": {"transaction.producer": "true", "mirror.mode": "raw"},
     "record-eos": {"transaction.producer": "true", "mirror.mode": "record"},
     "auto-eos": {"transaction.producer": "true", "mirror.mode": "auto"},  # raw, or record for tiny batches
+    # Source transactions kept whole (issue 43): the same modes, committing only at cuts of the source.
+    "raw-eos-whole": {"transaction.producer": "true", "mirror.mode": "raw", "source.transactions.whole": "true"},
+    "record-eos-whole": {"transaction.producer": "true", "mirror.mode": "record", "source.transactions.whole": "true"},
     "raw-alo": {"transaction.producer": "false", "mirror.mode": "raw"},
     "record-alo": {"transaction.producer": "false", "mirror.mode": "record"},
     "spark-local2": {"transaction.producer": "true", "runtime": "spark"},  # Spark local[2], available-now

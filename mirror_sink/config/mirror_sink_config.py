@@ -214,6 +214,16 @@ class MirrorSinkConfig(BaseModel):
                     "continue is honoured by the worker runtime only; the Spark runtime stops at a recreated "
                     "topic (run the connector once with runtime=worker to continue it)"
                 ]
+            if parsed.source_transactions_whole and not parsed.transaction_producer:
+                problems["source.transactions.whole"] = [
+                    "true needs transaction.producer=true: a source transaction lands whole in one target transaction"
+                ]
+            elif parsed.source_transactions_whole and parsed.runtime == "spark":
+                problems["source.transactions.whole"] = [
+                    "true is honoured by the worker runtime only: the Spark runtime copies each source partition's "
+                    "range in a target transaction of its own, so a source transaction over several partitions "
+                    "may be visible in part there between two ranges' commits"
+                ]
             if parsed.verify_enabled and parsed.offset_syncs_partition is None:
                 problems["verify.enabled"] = [
                     "verification reads the offset map from the offset syncs: it needs emit.offset-syncs.enabled=true "

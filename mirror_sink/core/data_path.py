@@ -153,6 +153,13 @@ class DataPath(Protocol):
     def holding(self) -> bool:
         """Whether something fetched waits at a ``hold_at`` limit."""
 
+    def took_transactional(self) -> bool:
+        """Whether anything put in the cycle since ``forget_transactional`` may belong to a source
+        transaction (True when the path cannot tell): if not, the positions are a cut themselves."""
+
+    def forget_transactional(self) -> None:
+        """A commit was made: ``took_transactional`` starts again from nothing."""
+
     def copy(self, wait_s: float) -> Copied:
         """Move what is available (waiting up to ``wait_s`` for data) into the open cycle, each
         partition to the target partition it was assigned with.

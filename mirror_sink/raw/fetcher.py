@@ -198,11 +198,12 @@ class RawFetcher:
         return queue[0] if queue else None
 
     @_locked
-    def pop(self, tp: SourcePartition) -> Fetched | None:
-        """``tp``'s oldest fetched item, or None; its bytes stay charged to the budget until the target
-        acknowledges them (or they are dropped): whoever takes the item gives them back."""
+    def pop(self, tp: SourcePartition, below: int | None = None) -> Fetched | None:
+        """``tp``'s oldest fetched item, or None (also when it starts at or past ``below``: it stays
+        queued); its bytes stay charged to the budget until the target acknowledges them (or they are
+        dropped): whoever takes the item gives them back."""
         part = self._parts[tp]
-        if not part.queue:
+        if not part.queue or (below is not None and part.queue[0].start >= below):
             return None
         item = part.queue.popleft()
         part.queued_bytes -= item.size

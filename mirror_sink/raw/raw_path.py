@@ -97,6 +97,8 @@ class RawPath:
         self._stops: dict[SourcePartition, int] = {}
         #: The current cut (``hold_at``): what lies at or past it waits in the fetcher's queues.
         self._holds: dict[SourcePartition, int] = {}
+        #: A transactional data batch was put in the cycle since the last commit.
+        self._took_transactional = False
         #: Each read partition's target, given with its assignment.
         self._target: dict[SourcePartition, TargetPartition] = {}
         self.fetching.start()
@@ -165,6 +167,15 @@ class RawPath:
             if item is not None and item.start >= limit:
                 return True
         return False
+
+    def took_transactional(self) -> bool:
+        """Whether a batch of a source transaction was put in the cycle since the last commit (control
+        batches and aborted ones do not count: a marker whose records came before makes nothing visible)."""
+        return self._took_transactional
+
+    def forget_transactional(self) -> None:
+        """A commit was made."""
+        self._took_transactional = False
 
     def positions(self, committed: Mapping[SourcePartition, int]) -> dict[SourcePartition, int]:
         """Next offset after the last batch (or skipped control/aborted range) put in the cycle."""
@@ -243,14 +254,6 @@ class RawPath:
             self._woken = True
             self.producer.wire.wakeup()
 
-    def _next(self, tp: SourcePartition, hold: int | None) -> Fetched | None:
-        """``tp``'s next fetched item unless it lies at or past ``hold`` (then it stays queued)."""
-        if hold is not None:
-            item = self.fetcher.peek(tp)
-            if item is None or item.start >= hold:
-                return None
-        return self.fetcher.pop(tp)
-
     def _take(self) -> tuple[Copied, bool]:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds);
         what they add, and whether there were any."""
@@ -261,7 +264,7 @@ class RawPath:
             room = _QUEUED_PER_PARTITION - self.producer.queued(target_tp)
             stop = self._stops.get(tp)
             hold = self._holds.get(tp)
-            while room > 0 and planned_bytes < self._chunk_bytes and (item := self._next(tp, hold)) is not None:
+            while room > 0 and planned_bytes < self._chunk_bytes and (item := self.fetcher.pop(tp, hold)) is not None:
                 if stop is not None and item.start >= stop:  # past the planned end: not this range's
                     self.budget.give_back(item.charge)
                     continue
@@ -277,6 +280,8 @@ class RawPath:
             self.committer.enlist({t for _, t, item in plan if item.batch is not None})
             for tp, target_tp, item in plan:
                 if item.batch is not None:
+                    if item.header is None or item.header.is_transactional:
+                        self._took_transactional = True
                     r, b = send(tp, target_tp, item, self._stops.get(tp))
                     records += r
                     nbytes += b

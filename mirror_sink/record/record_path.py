@@ -55,6 +55,7 @@ class RecordPath:
             timeout_s=settings.transaction_timeout_ms / 1000,
             log=log,
             sync_topic=syncs.topic if syncs is not None else None,
+            hold_bytes=settings.memory_bytes,
         )
 
     def __init__(
@@ -67,6 +68,7 @@ class RecordPath:
         timeout_s: float,
         log: Log,
         sync_topic: str | None = None,
+        hold_bytes: int = 64 << 20,
     ) -> None:
         self.source = source
         self.producer = producer
@@ -85,11 +87,16 @@ class RecordPath:
         self._stops: dict[SourcePartition, int] = {}
         #: Source topic -> target topic of the partitions assigned (records keep their partition number).
         self._target_topic: dict[str, str] = {}
-        #: The current cut (``hold_at``), and the records consumed at or past it, kept in order while
-        #: their partition is paused; ``_released`` are those the cut has moved past, copied first.
+        #: The current cut (``hold_at``), and the records consumed at or past it, kept in order;
+        #: ``_released`` are those the cut has moved past, copied first. Past ``_hold_limit`` bytes
+        #: held, the holding partitions are paused (a pause drops librdkafka's prefetch: it costs a
+        #: fetch round trip, so it is kept for when memory needs it).
         self._holds: dict[SourcePartition, int] = {}
         self._held: dict[SourcePartition, deque[Message]] = {}
         self._released: list[Message] = []
+        self._held_bytes = 0
+        self._hold_limit = hold_bytes
+        self._paused: set[SourcePartition] = set()
 
     def assign(
         self,
@@ -126,7 +133,10 @@ class RecordPath:
             return
         self._rewound.update(offsets)
         for tp in offsets:
-            if self._held.pop(tp, None) is not None:
+            for m in self._held.pop(tp, ()):
+                self._held_bytes -= _size(m)
+            if tp in self._paused:
+                self._paused.discard(tp)
                 self.source.resume([TopicPartition(*tp)])
         self._released = [m for m in self._released if (m.topic(), m.partition()) not in offsets]
         self.copier.stats = {}
@@ -161,29 +171,46 @@ class RecordPath:
         for tp, held in list(self._held.items()):
             limit = self._holds.get(tp)
             while held and (limit is None or (held[0].offset() or 0) < limit):
-                self._released.append(held.popleft())
+                released = held.popleft()
+                self._held_bytes -= _size(released)
+                self._released.append(released)
             if not held:
                 del self._held[tp]
-                self.source.resume([TopicPartition(*tp)])
+        if self._paused and self._held_bytes <= self._hold_limit // 2:
+            self.source.resume([TopicPartition(*tp) for tp in self._paused])
+            self._paused.clear()
 
     def holding(self) -> bool:
         """Whether records wait at the limits."""
         return bool(self._held)
 
+    def took_transactional(self) -> bool:
+        """Always True: librdkafka does not say which records a transaction wrote."""
+        return True
+
+    def forget_transactional(self) -> None:
+        """Nothing to forget."""
+
     def _hold(self, messages: list[Message]) -> list[Message]:
-        """The records below their partition's limit; the others are kept, their partitions paused."""
+        """The records below their partition's limit; the others are kept in order (and, past the
+        memory bound, their partitions paused)."""
         out = []
+        holds, held_by = self._holds, self._held
         for m in messages:
-            tp = SourcePartition(m.topic() or "", m.partition() or 0)
-            limit = self._holds.get(tp)
-            held = self._held.get(tp)
-            if held is None and (limit is None or (m.offset() or 0) < limit):
-                out.append(m)
-                continue
+            key = (m.topic(), m.partition())  # equal to its SourcePartition, without building one
+            held = held_by.get(key)  # type: ignore[call-overload]
             if held is None:
-                held = self._held[tp] = deque()
-                self.source.pause([TopicPartition(*tp)])
+                limit = holds.get(key)  # type: ignore[call-overload]
+                if limit is None or (m.offset() or 0) < limit:
+                    out.append(m)
+                    continue
+                held = held_by[SourcePartition(m.topic() or "", m.partition() or 0)] = deque()
             held.append(m)
+            self._held_bytes += _size(m)
+        if self._held_bytes > self._hold_limit:
+            more = [tp for tp in self._held if tp not in self._paused]
+            self.source.pause([TopicPartition(*tp) for tp in more])
+            self._paused.update(more)
         return out
 
     def record_mode_advised(self) -> str | None:
@@ -291,6 +318,11 @@ class RecordPath:
             self.producer.flush(5)
         except Exception as exc:  # a producer in librdkafka's fatal state can fail even its flush
             self.log.warning("flushing the target producer on close: %s", exc)
+
+
+def _size(msg: Message) -> int:
+    """A held record's bytes, roughly (key and value)."""
+    return len(msg.value() or b"") + len(msg.key() or b"") + 64
 
 
 class _FetchNotStarted(Retriable):

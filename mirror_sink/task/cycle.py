@@ -210,7 +210,7 @@ class Cycle:
     def _finish_on_stop(self) -> None:
         """Graceful stop: commit the open cycle rather than throw it away, unless that would commit
         between two cuts (a source transaction could be left in part): then it is copied again."""
-        if self.cuts is None or self.cuts.reached(self._positions()):
+        if self.cuts is None or self.cuts.reached(self._positions()) or not self.path.took_transactional():
             self.commit()
             return
         self.log.info("stopping between two cuts: the open cycle is aborted and copied again on restart")
@@ -240,7 +240,8 @@ class Cycle:
     def _at_cut(self, positions: Mapping[SourcePartition, int]) -> bool:
         """Whether a due commit may happen now: at the current cut (or without cuts); after
         ``_split_after_s`` of waiting for the cut, it happens anyway, said and counted."""
-        if self.cuts is None or self.cuts.reached(positions):
+        if self.cuts is None or self.cuts.reached(positions) or not self.path.took_transactional():
+            # (Nothing of a source transaction since the last commit: the positions are a cut themselves.)
             self._due_since = None
             return True
         now = time.monotonic()
@@ -345,6 +346,7 @@ class Cycle:
             )
             self.metrics.recreated(event)
         own.unrecorded.clear()
+        self.path.forget_transactional()
         self.metrics.committed(self.path)
         self._aborting_since = None
         self.counters.commits += 1
@@ -373,6 +375,7 @@ class Cycle:
         self.metrics.aborted(self.path)
         self._cycle_bytes = 0
         own = self.ownership
+        self.path.forget_transactional()
         self.path.rewind({tp: own.committed[tp] for tp in own.reading}, own.leader_epochs)
         # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
         # transaction timeout will not.

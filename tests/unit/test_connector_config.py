@@ -550,3 +550,18 @@ def test_background_verification_needs_the_offset_syncs(extra: dict[str, str], r
         assert errors == {}
         parsed = MirrorSinkConfig.parse({**BASE, "verify.enabled": "true"})
         assert (parsed.verify_interval_s, parsed.verify_max_bytes_per_second) == (60.0, 4 * 1024 * 1024)
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"transaction.producer": "false"}, "needs transaction.producer=true"),
+        ({"runtime": "spark"}, "worker runtime only"),
+    ],
+)
+def test_whole_source_transactions_are_refused_where_they_cannot_hold(extra: dict[str, str], says: str) -> None:
+    """The Spark runtime copies each partition's range in a transaction of its own, and at least once
+    has no target transaction: neither can keep a source transaction whole, so neither accepts it."""
+    error = _parse_error({**BASE, "source.transactions.whole": "true", **extra})
+    assert error.key == "source.transactions.whole" and says in error.message
+    assert MirrorSinkConfig.parse({**BASE, "source.transactions.whole": "true"}).source_transactions_whole
