@@ -25,6 +25,7 @@ from mirror_sink.config.connect_keys import did_you_mean, split_keys
 from mirror_sink.core import plugins
 from mirror_sink.core.data_path import PathSettings
 from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.group_cuts import group_cuts_topic
 from mirror_sink.core.metric_names import (
     DEFAULT_METRIC_NAMES_FORMATS,
     MetricNamesFormat,
@@ -287,6 +288,14 @@ class MirrorSinkConfig(BaseModel):
     def group_filter(self) -> GroupFilter:
         """The ``groups`` / ``groups.exclude`` filter of checkpoints and group sync."""
         return GroupFilter.from_config(self.groups, self.groups_exclude)
+
+    @property
+    def group_cuts_partition(self) -> TargetPartition | None:
+        """Where the tasks write source groups' positions at cuts (``source.transactions.whole``
+        with exactly-once only): ``mirror_sink.core.group_cuts``."""
+        if not (self.source_transactions_whole and self.transaction_producer):
+            return None
+        return TargetPartition(group_cuts_topic(self.source_alias), 0)
 
     @property
     def gaps_partition(self) -> TargetPartition | None:

@@ -56,6 +56,8 @@ class SourceTransaction:
     prepared_ms: int
     #: 2 when the client spoke transactions version 2 (one epoch per transaction); 0 or 1 otherwise.
     transaction_version: int
+    #: The ``__consumer_offsets`` partitions it committed offsets to (its groups' coordinators).
+    offsets_partitions: frozenset[int] = frozenset()
 
     @property
     def spans_partitions(self) -> bool:
@@ -105,6 +107,7 @@ def _transaction(txn_id: str, value: TransactionLogValue) -> SourceTransaction:
         len(data) != len(value.partitions),
         value.last_update_ms,
         value.client_transaction_version,
+        frozenset(p for t, p in value.partitions if t == CONSUMER_OFFSETS_TOPIC),
     )
 
 

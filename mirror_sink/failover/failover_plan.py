@@ -24,10 +24,11 @@ from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.group_cuts import GroupCut
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.groups import ClusterUnreachable, committed_offsets, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints
+from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints, read_group_cuts
 from mirror_sink.failover.translation import Translation
 from mirror_sink.topics.source_discovery import SourceDiscovery
 
@@ -250,12 +251,33 @@ class FailoverPlanner:
             stored = read_checkpoints(self.config.target_consumer(), topic, f"{self._client_id}-checkpoints")
         except TaskFailure as exc:
             raise FailoverRefused(f"the source is unreachable and the checkpoints cannot be read: {exc}") from exc
-        groups = {g for g, _ in stored}
+        at_cuts = self._group_cuts()
+        groups = {g for g, _ in stored} | {g for g, _ in at_cuts}
         selected = set(self._select(pattern, dict.fromkeys(groups, "UNKNOWN")))
+        syncs = self.config.offset_syncs_partition
+        index = None
+        if syncs is not None:  # the syncs live on the target, which is still here
+            reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
+            try:
+                index = reader.catch_up()
+            finally:
+                reader.close()
         now_ms = time.time() * 1000
         plan = FailoverPlan("disaster", [])
-        for (group, target), s in sorted(stored.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        placed_at_cuts: set[str] = set()
+        for group, target in sorted(set(stored) | set(at_cuts)):
             if group not in selected:
+                continue
+            cut = at_cuts.get((group, target))
+            exact = index.translate(target, cut.source_offset) if cut is not None and index is not None else None
+            if cut is not None and exact is not None:
+                # An exactly-once application's position at a cut: it goes with the outputs the target holds.
+                plan.translations.append(Translation(group, cut.source_topic, target, cut.source_offset, exact))
+                plan.checkpoint_age_s[(group, target)] = max(0.0, (now_ms - cut.time_ms) / 1000)
+                placed_at_cuts.add(group)
+                continue
+            s = stored.get((group, target))
+            if s is None:
                 continue
             cp = s.checkpoint
             upstream_topic = target.topic  # the source name is not in a checkpoint; show the target's
@@ -267,16 +289,27 @@ class FailoverPlanner:
         self.say(
             f"using {len(plan.translations)} checkpoints of {len(selected)} groups; the oldest is {oldest:.0f} s old"
         )
-        syncs = self.config.offset_syncs_partition
-        if syncs is not None:  # the syncs live on the target, which is still here
-            reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
-            try:
-                plan.index = reader.catch_up()
-            finally:
-                reader.close()
-            plan.behind = _records_behind(plan.translations, plan.index)
-            plan.mirrored = dict(plan.index.source_topics)
+        if placed_at_cuts:
+            self.say(
+                f"placed at a cut of the source's transactions, with the outputs they match: "
+                f"{', '.join(sorted(placed_at_cuts))}"
+            )
+        if index is not None:
+            plan.index = index
+            plan.behind = _records_behind(plan.translations, index)
+            plan.mirrored = dict(index.source_topics)
         return plan
+
+    def _group_cuts(self) -> dict[tuple[str, TargetPartition], GroupCut]:
+        """Source groups' positions at cuts (``source.transactions.whole``), or none."""
+        where = self.config.group_cuts_partition
+        if where is None:
+            return {}
+        try:
+            return read_group_cuts(self.config.target_consumer(), where.topic, f"{self._client_id}-group-cuts")
+        except TaskFailure as exc:
+            self.say(f"note: the group positions at cuts cannot be read ({exc}); using checkpoints alone")
+            return {}
 
 
 def _records_behind(translations: list[Translation], index: OffsetIndex) -> dict[tuple[str, TargetPartition], int]:

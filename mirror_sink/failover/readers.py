@@ -12,6 +12,7 @@ from mirror_sink.core.checkpoints import Checkpoint
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.group_cuts import GroupCut
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.failover_record import FailoverRecord, read_records
@@ -161,5 +162,24 @@ def read_failovers(
     reader = _TopicReader(target_props, topic, client_id, "read_committed")
     try:
         return read_records((key, value) for key, value, _ in reader.read_new(timeout_s))
+    finally:
+        reader.close()
+
+
+def read_group_cuts(
+    target_props: Mapping[str, str], topic: str, client_id: str, timeout_s: float = 60.0
+) -> dict[tuple[str, TargetPartition], GroupCut]:
+    """The newest position at a cut of every (group, target partition) in ``topic``
+    (``mirror_sink.core.group_cuts``), read_committed: each is visible with the data it matches."""
+    reader = _TopicReader(target_props, topic, client_id, "read_committed")
+    try:
+        latest: dict[tuple[str, TargetPartition], GroupCut] = {}
+        for key, value, _ in reader.read_new(timeout_s):
+            try:
+                cut = GroupCut.decode(key, value)
+            except ValueError:
+                continue
+            latest[(cut.group, cut.target)] = cut
+        return latest
     finally:
         reader.close()

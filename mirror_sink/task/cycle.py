@@ -30,7 +30,9 @@ from confluent_kafka import KafkaException, TopicPartition
 from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
 from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
+from mirror_sink.core.group_cuts import GroupCut
 from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.skipped_ranges import AuditRecord
 from mirror_sink.task.commit_plan import CommitPlan
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.task_metrics import TaskMetrics
@@ -110,6 +112,10 @@ class Cycle:
         self._backlog_cut_spacing_s = max(_CUT_SPACING_S, interval_s / 2)
         #: A cut not reached this long after a commit was due is given up for that commit (counted).
         self._split_after_s = run.config.transaction_timeout_ms / 1000 / 3
+        self._group_filter = run.config.group_filter()
+        self._own_groups = {run.config.shadow_group_id, run.config.source_group_id}
+        #: The group positions last written at a cut, so that only the ones that moved are written again.
+        self._group_cuts_written: dict[tuple[str, SourcePartition], int] = {}
 
     def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
@@ -142,7 +148,7 @@ class Cycle:
                     # while an abort waited on a dead coordinator) say nothing of what it can commit.
                     self._aborting_since = None
                 self._rebalances_seen = own.rebalances
-                self._cut_again_if_reassigned()
+                self._serve_cuts()
                 if lag_interval_s and now >= next_lag_commit:
                     self.commit_source_positions()
                     next_lag_commit = now + lag_interval_s
@@ -217,10 +223,14 @@ class Cycle:
         self.committer.abort()
 
     # -- cuts of whole source transactions ------------------------------------------------------
-    def _cut_again_if_reassigned(self) -> None:
-        """New partitions (or some gone): start from what is committed, and cut again."""
+    def _serve_cuts(self) -> None:
+        """Between cycles: which source groups are read at cuts, and after new partitions (or some
+        gone), start from what is committed and cut again."""
         own = self.ownership
-        if self.cuts is None or frozenset(own.reading) == self._cut_reading:
+        if self.cuts is None:
+            return
+        self.cuts.discover_groups(self._group_filter.accepts, self._own_groups)
+        if frozenset(own.reading) == self._cut_reading:
             return
         self._cut_reading = frozenset(own.reading)
         self.cuts.reset({tp: own.committed[tp] for tp in own.reading})
@@ -267,16 +277,35 @@ class Cycle:
         cuts = self.cuts
         assert cuts is not None
         reading = list(self.ownership.reading)
+        with_groups = bool(cuts.groups)
         if not cuts.reached(positions):
             if cuts.due(self._backlog_cut_spacing_s):
-                cuts.snapshot(reading)
+                cuts.snapshot(reading, with_groups=with_groups)
             return
         if not cuts.advance():
             if not (self.path.holding() and cuts.due(self._cut_spacing_s)):
                 return
-            if not (cuts.snapshot(reading) and cuts.advance()):
+            if not (cuts.snapshot(reading, with_groups=with_groups) and cuts.advance()):
                 return
         self.path.hold_at(cuts.limits)
+
+    def _group_cut_records(self) -> list[tuple[tuple[str, SourcePartition], int, AuditRecord]]:
+        """The source groups' positions read at the current cut, when this commit is at that very cut:
+        written in its transaction, so they are visible with the data they match (the ones that moved)."""
+        cuts, where = self.cuts, self.run.config.group_cuts_partition
+        if cuts is None or where is None or cuts.groups_at_cut is None or not cuts.reached(self._positions()):
+            return []
+        cut = cuts.groups_at_cut
+        own = self.ownership
+        records = []
+        for group, offsets in sorted((cut.groups or {}).items()):
+            for source, offset in sorted(offsets.items()):
+                target = own.reading.get(source)
+                if target is None or self._group_cuts_written.get((group, source)) == offset:
+                    continue
+                found = GroupCut(group, target, source.topic, offset, cut.taken_ms)
+                records.append(((group, source), offset, AuditRecord(where, found.key(), found.value())))
+        return records
 
     def _to_commit(self) -> bool:
         """Whether the next commit has anything to do: an open cycle, or starts, skipped ranges or
@@ -324,10 +353,15 @@ class Cycle:
                 for source, offset in offsets.items()
             ]
             spans = [self.plan.span(source, offset) for source, offset in offsets.items()]
-            self.committer.commit(targets, self.run.member, own.metadata, spans, self.plan.audit())
+            group_cuts = self._group_cut_records()
+            audit = [*self.plan.audit(), *(record for _, _, record in group_cuts)]
+            self.committer.commit(targets, self.run.member, own.metadata, spans, audit)
         except AbortCycle as exc:
             self.abort_and_rewind(str(exc))
             return
+        self._group_cuts_written.update({key: offset for key, offset, _ in group_cuts})
+        if self.cuts is not None and group_cuts:
+            self.cuts.groups_at_cut = None  # written: the next cut brings its own
         own.committed.update(offsets)
         own.leader_epochs.update({source: epochs[source] for source in offsets if source in epochs})
         own.unsaved_start.clear()

@@ -31,21 +31,31 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.source_transactions import SourceTransaction, SourceTransactions
-from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC
+from mirror_sink.core.source_transactions import CONSUMER_OFFSETS_TOPIC, SourceTransaction, SourceTransactions
+from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC, coordinator_partition
 
 #: At most this many cuts are kept ahead of the current one while a backlog is copied.
 _MAX_PENDING = 256
 _REQUEST_TIMEOUT_S = 10.0
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # confluent-kafka leaves it unannotated
+
+
+@dataclass
+class Cut:
+    """One cut: a limit per partition, and the selected source groups' committed offsets read at it
+    (when it was taken with them): those go with the data up to the limits."""
+
+    limits: dict[SourcePartition, int]
+    groups: dict[str, dict[SourcePartition, int]] | None = None
+    taken_ms: int = 0
 
 
 @dataclass
@@ -69,15 +79,26 @@ class TransactionCuts:
         self.log = log
         #: The current cut: the cycle copies up to these offsets and no further.
         self.limits: dict[SourcePartition, int] = {}
+        #: The groups' offsets read at the current cut (None: it was taken without them).
+        self.groups_at_cut: Cut | None = None
         #: Cuts taken and not yet moved to, oldest first.
-        self.pending: deque[dict[SourcePartition, int]] = deque()
+        self.pending: deque[Cut] = deque()
         self.counts = CutCounts()
+        #: Source groups of exactly-once applications writing to the task's partitions: their
+        #: offsets are read at every cut (``discover_groups``).
+        self.groups: list[str] = []
+        #: ``__consumer_offsets`` partitions that committed source transactions over the task's
+        #: partitions sent offsets to: the coordinators of those applications' groups.
+        self.offsets_partitions: set[int] = set()
+        self._groups_looked_at = 0.0
+        self._offsets_partitions_looked_at: frozenset[int] = frozenset()
         self._last_snapshot = 0.0
 
     def reset(self, base: Mapping[SourcePartition, int]) -> None:
         """Start again from ``base`` (the committed offsets, after an assignment): nothing past them
         is copied until the next cut."""
         self.limits = dict(base)
+        self.groups_at_cut = None
         self.pending.clear()
 
     def reached(self, positions: Mapping[SourcePartition, int]) -> bool:
@@ -88,22 +109,29 @@ class TransactionCuts:
         """Move to the oldest cut taken ahead; False when there is none."""
         if not self.pending:
             return False
-        self.limits = self.pending.popleft()
+        cut = self.pending.popleft()
+        self.limits = cut.limits
+        self.groups_at_cut = cut if cut.groups is not None else None
         return True
 
     def due(self, spacing_s: float) -> bool:
         """Whether a snapshot may be taken now (``spacing_s`` after the last one) and is worth it."""
         return len(self.pending) < _MAX_PENDING and time.monotonic() - self._last_snapshot >= spacing_s
 
-    def snapshot(self, reading: Collection[SourcePartition]) -> bool:
+    def snapshot(self, reading: Collection[SourcePartition], *, with_groups: bool = False) -> bool:
         """Take a snapshot of ``reading`` and keep it as a cut when it is one; False when it was not
-        (a transaction mid-markers, an LSO that went back) or could not be read."""
+        (a transaction mid-markers, an LSO that went back) or could not be read. ``with_groups``: the
+        ``groups``' committed offsets are read inside the snapshot too, and the cut carries them (a
+        transaction that sent offsets and touched a partition read is then in the rule as well)."""
         self._last_snapshot = time.monotonic()
-        latest = self.pending[-1] if self.pending else self.limits
+        latest = self.pending[-1].limits if self.pending else self.limits
+        groups: dict[str, dict[SourcePartition, int]] | None = None
         try:
             self.transactions.refresh()
             before = self._log_ends()
             lsos = self._lsos(reading)
+            if with_groups:
+                groups = self._group_offsets(reading)
             if self.transactions.refresh():
                 return False  # the source's first transaction began meanwhile: read its log first
             after = self._log_ends()
@@ -112,12 +140,20 @@ class TransactionCuts:
             return False
         if not self.transactions.read_to(after, _REQUEST_TIMEOUT_S):
             return False
-        self._report_spanning(self.transactions.take_prepared(), reading)
         owned = {(tp.topic, tp.partition) for tp in reading}
+        prepared = self.transactions.take_prepared()
+        self._report_spanning(prepared, reading)
+        for txn in prepared:
+            if txn.committed and txn.partitions & owned:
+                self.offsets_partitions |= txn.offsets_partitions
         caught = [
             t.transaction
             for t in self.transactions.prepared
-            if len(t.transaction.partitions & owned) >= 2 and t.visible(before, after) is None
+            if t.visible(before, after) is None
+            and (
+                len(t.transaction.partitions & owned) >= 2
+                or (groups is not None and t.transaction.sent_offsets and t.transaction.partitions & owned)
+            )
         ]
         self.transactions.forget(before)
         if caught:
@@ -125,11 +161,59 @@ class TransactionCuts:
             return False
         if any(lsos[tp] < latest.get(tp, 0) for tp in lsos):
             return False  # a new leader not yet at its predecessor's LSO: ask again
-        if all(lsos[tp] == latest.get(tp) for tp in lsos) and len(lsos) == len(latest):
+        if groups is None and all(lsos[tp] == latest.get(tp) for tp in lsos) and len(lsos) == len(latest):
             return True  # nothing new
-        self.pending.append(lsos)
+        self.pending.append(Cut(lsos, groups, int(time.time() * 1000)))
         self.counts.cuts += 1
         return True
+
+    def discover_groups(self, accepts: Callable[[str], bool], own: Collection[str], every_s: float = 30.0) -> None:
+        """Which source groups are read at cuts: those ``accepts`` takes (not the mirror's ``own``)
+        whose coordinator partition received offsets in a source transaction over the task's
+        partitions. Looked up every ``every_s``, and at once when such a partition is new."""
+        now = time.monotonic()
+        partitions = frozenset(self.offsets_partitions)
+        if not partitions or (
+            now - self._groups_looked_at < every_s and partitions == self._offsets_partitions_looked_at
+        ):
+            return
+        self._groups_looked_at, self._offsets_partitions_looked_at = now, partitions
+        try:
+            listed = self.admin.list_consumer_groups(request_timeout=_REQUEST_TIMEOUT_S).result(_REQUEST_TIMEOUT_S)
+            meta = self.admin.list_topics(CONSUMER_OFFSETS_TOPIC, timeout=_REQUEST_TIMEOUT_S).topics
+        except (KafkaException, TimeoutError) as exc:
+            self.log.debug("source groups not listed this time: %s", exc)
+            return
+        topic = meta.get(CONSUMER_OFFSETS_TOPIC)
+        count = len(topic.partitions) if topic is not None and topic.error is None and topic.partitions else 50
+        found = sorted(
+            g.group_id
+            for g in listed.valid
+            if accepts(g.group_id) and g.group_id not in own and coordinator_partition(g.group_id, count) in partitions
+        )
+        if found != self.groups:
+            self.log.info("positions of %s are kept at each cut, with the outputs they match", ", ".join(found))
+            self.groups = found
+
+    def _group_offsets(self, reading: Collection[SourcePartition]) -> dict[str, dict[SourcePartition, int]]:
+        """The ``groups``' committed offsets on ``reading``, read stable (a pending transactional
+        commit is waited out, so what is read is what the last committed transaction left)."""
+        out: dict[str, dict[SourcePartition, int]] = {}
+        asked = [TopicPartition(tp.topic, tp.partition) for tp in reading]
+        for group in self.groups:
+            request = [ConsumerGroupTopicPartitions(group, asked)]
+            future = self.admin.list_consumer_group_offsets(
+                request, require_stable=True, request_timeout=_REQUEST_TIMEOUT_S
+            )[group]
+            found = future.result(_REQUEST_TIMEOUT_S)
+            offsets = {
+                SourcePartition(tp.topic, tp.partition): tp.offset
+                for tp in found.topic_partitions or []
+                if tp.offset >= 0 and tp.error is None
+            }
+            if offsets:
+                out[group] = offsets
+        return out
 
     def _log_ends(self) -> dict[int, int]:
         asked = [TopicPartition(TRANSACTION_STATE_TOPIC, p) for p in self.transactions.partitions]

@@ -164,6 +164,15 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             ),
             RequiredAcl("target", "WRITE", "TOPIC", gaps, "LITERAL", "record skipped ranges and continued recreations"),
         ]
+    if config.group_cuts_partition is not None:
+        cuts = config.group_cuts_partition.topic
+        acls += [
+            RequiredAcl("target", "CREATE", "TOPIC", cuts, "LITERAL", "create the topic of group positions at cuts"),
+            RequiredAcl(
+                "target", "WRITE", "TOPIC", cuts, "LITERAL",
+                "source groups' positions at cuts, with the data they match (source.transactions.whole)",
+            ),
+        ]  # fmt: skip
     if config.sync_topic_acls_enabled:
         acls.append(
             RequiredAcl(

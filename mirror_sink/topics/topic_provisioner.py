@@ -241,6 +241,11 @@ class TopicProvisioner:
             # Compacted, one key per gap: every gap ever skipped stays on record.
             compact = {"cleanup.policy": "compact"}
             new.append(NewTopic(cfg.gaps_partition.topic, 1, cfg.offset_syncs_replication_factor, config=compact))
+        if cfg.group_cuts_partition is not None:
+            # Compacted, one key per group and partition: the newest position at a cut.
+            compact = {"cleanup.policy": "compact"}
+            topic = cfg.group_cuts_partition.topic
+            new.append(NewTopic(topic, 1, cfg.offset_syncs_replication_factor, config=compact))
         if new:
             self._create_topics(new, "internal topic")
 

@@ -144,7 +144,7 @@ def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
                 proc = proc.start()
         for writer in writers:
             writer.join(120)
-            assert writer.error is None, writer.error
+            assert writer.error is None, str(writer.error)
         for topic in topics:
             caught_up = partial(shadow_caught_up, source, topic, target, f"source.{topic}", f"connect-{name}")
             wait_until(caught_up, 120, f"{topic} mirrored to its end", detail=proc.log_tail)
