@@ -213,7 +213,7 @@ class SourceTransactions:
         while any(self._positions.get(p, 0) < end for p, end in ends.items()):
             if not self.availability.readable or time.monotonic() >= deadline:
                 return False
-            self.poll(0.05)
+            self.poll(0.005)
         return True
 
     def take_prepared(self) -> list[SourceTransaction]:

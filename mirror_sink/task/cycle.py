@@ -433,12 +433,18 @@ class Cycle:
         """One line of what the task has done, for operators."""
         self.metrics.fetches(self.path)
         c = self.counters
+        cuts = ""
+        if self.cuts is not None:
+            n = self.cuts.counts
+            cuts = f"; cuts of source transactions: {n.cuts} taken, {n.mid_markers} dropped mid-markers"
+            cuts += f", {n.split_commits} split commits" if n.split_commits else ""
         self.log.info(
-            "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions; %s",
+            "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions; %s%s",
             c.records,
             c.bytes / 1e6,
             c.commits,
             c.aborts,
             len(self.ownership.reading),
             self.path.describe(),
+            cuts,
         )

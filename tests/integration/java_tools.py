@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from devkafka.jars import KafkaJars
@@ -48,22 +51,44 @@ def java_translate_offsets(
 
 def java_transactions(
     bootstrap: str, transactional_id: str, transactions: int, topics: dict[str, int], *, abort_every: int = 0
-) -> list[tuple[bool, list[tuple[str, int, int]]]]:
+) -> list[tuple[bool | None, list[tuple[str, int, int]]]]:
     """Transactions written by Kafka's Java producer (transactions version 2 against a 4.x broker),
     each on 2-4 partitions across ``topics`` (name -> partitions): per transaction, whether it
-    committed and the (topic, partition, offset) of each of its records."""
+    committed (None: the broker refused it and its outcome is unknown) and the (topic, partition,
+    offset) of each of its records."""
     jars = KafkaJars.ensure()
     specs = [f"{topic}:{n}" for topic, n in topics.items()]
+    classes = _compiled("TransactionalWriter", jars.classpath)
     cmd = [
-        os.environ.get("JAVA", "java"), "-cp", jars.classpath, str(JAVA_DIR / "TransactionalWriter.java"),
+        os.environ.get("JAVA", "java"), "-cp", f"{jars.classpath}{os.pathsep}{classes}", "TransactionalWriter",
         bootstrap, transactional_id, str(transactions), str(abort_every), *specs,
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_JVM_MARGIN_S + transactions, check=False)
     if proc.returncode != 0:
         raise JavaToolError(f"TransactionalWriter {transactional_id!r} exited {proc.returncode}:\n{proc.stderr}")
-    out = []
+    out: list[tuple[bool | None, list[tuple[str, int, int]]]] = []
     for line in proc.stdout.splitlines():
         outcome, *records = line.split()
         placed = [(t, int(p), int(o)) for t, p, o in (r.rsplit(":", 2) for r in records)]
-        out.append((outcome == "commit", placed))
+        out.append((None if outcome == "unknown" else outcome == "commit", placed))
+    return out
+
+
+def _compiled(name: str, classpath: str) -> Path:
+    """``java/{name}.java`` compiled once per content (javac into a temporary folder of its own):
+    the source-file launcher, started many times on a loaded machine, once failed inside its own
+    in-memory class loading ("IllegalArgumentException: 0 > -7")."""
+    source = JAVA_DIR / f"{name}.java"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    out = Path(tempfile.gettempdir()) / f"mirror-sink-java-{name}-{digest}"
+    if not (out / f"{name}.class").exists():
+        building = Path(tempfile.mkdtemp(prefix=f"{out.name}-"))
+        javac = os.environ.get("JAVAC", "javac")
+        proc = subprocess.run(
+            [javac, "-cp", classpath, "-d", str(building), str(source)], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise JavaToolError(f"javac {source.name} exited {proc.returncode}:\n{proc.stderr}")
+        with contextlib.suppress(OSError):  # another xdist worker may have compiled it meanwhile
+            building.rename(out)
     return out

@@ -23,9 +23,10 @@ from functools import partial
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
 from devkafka.backends import KafkaEndpoint
-from devkafka.data import create_topic, read_all
+from devkafka.data import create_topic, read_all, wait_until_served
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import Unique, mirror_config, shadow_caught_up, wait_until
 from tests.integration.java_tools import java_transactions
@@ -76,12 +77,15 @@ class _JavaWriter(threading.Thread):
         super().__init__(name=f"writer-{txn_id}", daemon=True)
         self.bootstrap, self.txn_id, self.topics, self.transactions = bootstrap, txn_id, topics, transactions
         self.committed: set[int] = set()
+        #: Transactions the broker refused: their outcome is not known to the writer.
+        self.unknown: set[int] = set()
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
             written = java_transactions(self.bootstrap, self.txn_id, self.transactions, self.topics, abort_every=3)
             self.committed = {i for i, (ok, _) in enumerate(written) if ok}
+            self.unknown = {i for i, (ok, _) in enumerate(written) if ok is None}
         except BaseException as exc:
             self.error = exc
 
@@ -96,6 +100,10 @@ def _on_target(target: KafkaEndpoint, topics: dict[str, int]) -> Counter[tuple[s
                 assert m is not None, r.value
                 seen[(m["writer"].decode(), int(m["i"]))] += 1
     return seen
+
+
+def _exists(cluster: KafkaEndpoint, topic: str) -> bool:
+    return topic in AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(timeout=10).topics
 
 
 def _partial(seen: Counter[tuple[str, int]]) -> list[str]:
@@ -121,12 +129,16 @@ def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
     )
     proc = mirror(config).start()
     writers: list[_LibrdkafkaWriter | _JavaWriter] = [
-        _LibrdkafkaWriter(source.bootstrap_servers, unique("rdk"), topics, seconds=12),
+        _LibrdkafkaWriter(source.bootstrap_servers, unique("rdk"), topics, seconds=15),
         _JavaWriter(source.bootstrap_servers, unique("java"), topics, transactions=300),
     ]
+    for topic, n in topics.items():  # the target topics created and served before the first look
+        wait_until(lambda t=topic: _exists(target, f"source.{t}"), 60, f"source.{topic} created", detail=proc.log_tail)  # type: ignore[misc]
+        wait_until_served(target.bootstrap_servers, f"source.{topic}", n)
     for writer in writers:
         writer.start()
     looks = 0
+    transient: list[list[str]] = []  # seen while the target's markers of the last commit were written
     try:
         # Frozen between its commits at unplanned moments, the mirror has left on the target only
         # whole source transactions; once it is killed in the middle of its work.
@@ -135,6 +147,13 @@ def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
             proc.signal(signal.SIGSTOP)
             try:
                 seen = _on_target(target, topics)
+                if _partial(seen):
+                    # A commit the frozen mirror had sent may still have its own markers on their way to
+                    # the target's partitions (Kafka writes each partition's marker on its own, on the
+                    # target as on the source): what counts is what stays once they are written.
+                    transient.append(_partial(seen))
+                    time.sleep(2)
+                    seen = _on_target(target, topics)
             finally:
                 proc.signal(signal.SIGCONT)
             assert not _partial(seen), f"look {looks}: part of a source transaction on the target: {_partial(seen)}"
@@ -151,8 +170,14 @@ def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
         assert "source transactions are kept whole" in proc.log_text(), proc.log_tail()
     finally:
         assert proc.stop() == 0, proc.log_tail()
+    print(*[line for line in proc.log_text().splitlines() if "cuts of source transactions" in line][-1:])
     # Every committed transaction exactly once and whole, no aborted one.
     seen = _on_target(target, topics)
     want = {(w.txn_id, i): _width(i) for w in writers for i in w.committed}
-    assert dict(seen) == want, f"missing {set(want) - set(seen)}, extra {set(seen) - set(want)}, {_partial(seen)}"
+    # A transaction the broker refused mid-way is there whole or not at all.
+    unknown = {(w.txn_id, i) for w in writers if isinstance(w, _JavaWriter) for i in w.unknown}
+    known = {key: n for key, n in seen.items() if key not in unknown}
+    assert known == want, f"missing {set(want) - set(known)}, extra {set(known) - set(want)}, {_partial(seen)}"
+    assert not _partial(seen), _partial(seen)
     assert looks >= 6 and len(want) > 200, (looks, len(want))
+    print(f"{looks} looks; part of a transaction seen only while the target's own markers were written: {transient}")
