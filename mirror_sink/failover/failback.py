@@ -149,9 +149,8 @@ class Failback:
     def _refuse_running(self, reverse: MirrorSinkConfig) -> None:
         """The reverse link must be stopped: a record arriving after the forward link's new start
         would cross back."""
-        states = list_groups(clients.admin(reverse.target_admin(), self._client_id), "old primary")
-        state = states.get(reverse.shadow_group_id)
-        if state is not None and state not in IDLE_STATES:
+        state = self._link_running(reverse, "old primary")
+        if state is not None:
             raise FailbackRefused(
                 f"the reverse link {reverse.name} is still running (group {reverse.shadow_group_id} is {state}): "
                 "let it catch up, stop it, then finish"
@@ -162,9 +161,8 @@ class Failback:
         the end of the finish (a running one would refuse that commit after the groups moved), and an
         offset past the cut means it ran again, or this failback was finished already."""
         cfg = self.forward
-        states = list_groups(clients.admin(cfg.target_admin(), self._client_id), "new primary")
-        state = states.get(cfg.shadow_group_id)
-        if state is not None and state not in IDLE_STATES:
+        state = self._link_running(cfg, "new primary")
+        if state is not None:
             raise FailbackRefused(
                 f"the forward link {cfg.name} is running (group {cfg.shadow_group_id} is {state} on the new "
                 "primary): stop it, then finish"
@@ -176,6 +174,13 @@ class Failback:
                 f"({', '.join(advanced[:10])}): this failback was finished already, or the forward link ran "
                 "again; nothing to finish"
             )
+
+    def _link_running(self, link: MirrorSinkConfig, cluster: str) -> str | None:
+        """The state of ``link``'s shadow group on its target (``cluster`` names it) when it has
+        members; None when the link is stopped."""
+        states = list_groups(clients.admin(link.target_admin(), self._client_id), cluster)
+        state = states.get(link.shadow_group_id)
+        return state if state is not None and state not in IDLE_STATES else None
 
     def _forward_syncs(self) -> OffsetIndex:
         syncs = self.forward.offset_syncs_partition

@@ -147,15 +147,6 @@ def required_acls(config: MirrorSinkConfig, source_topics: Sequence[str]) -> lis
             RequiredAcl("target", "CREATE", "TOPIC", cps, "LITERAL", "create the checkpoints topic"),
             RequiredAcl("target", "WRITE", "TOPIC", cps, "LITERAL", "write checkpoints", required=False),
         ]
-    if config.source_transactions_whole:
-        acls.append(
-            RequiredAcl(
-                "source", "READ", "TOPIC", "__transaction_state", "LITERAL",
-                "source.transactions.whole: every source transaction's partitions, from its coordinator "
-                "(without it the task says so once and copies per partition)",
-                required=False,
-            )
-        )  # fmt: skip
     if config.gaps_partition is not None:
         gaps = config.gaps_partition.topic
         acls += [
