@@ -154,7 +154,7 @@ class RecordPath:
         good = [m for m in messages if not self._is_error(m)]
         if self._stops:
             good = [m for m in good if (m.offset() or 0) < self._stop_of(m)]
-        if self._holds or self._held:
+        if released or self._holds or self._held:
             good = released + self._hold(good)
         if not good:
             return Copied()
@@ -165,8 +165,8 @@ class RecordPath:
         return Copied(len(good), produced)
 
     def hold_at(self, limits: Mapping[SourcePartition, int]) -> None:
-        """Copy no record at or past ``limits``: such records are kept in order and their partition
-        paused until the limits move past them (librdkafka's prefetch and one consume's worth at most)."""
+        """Copy no record at or past ``limits``: such records are kept in memory, in order, until the
+        limits move past them (their partitions paused only past ``buffer.memory`` held)."""
         self._holds = dict(limits)
         for tp, held in list(self._held.items()):
             limit = self._holds.get(tp)
