@@ -89,8 +89,9 @@ source_transactions_whole = Gauge(
 )
 source_transaction_cuts_total = Counter(
     "mirror_sink_source_transaction_cuts",
-    "Keeping source transactions whole: snapshots taken as cuts (outcome=cut), dropped because a source "
-    "transaction's markers were being written (mid_markers), and commits made before their cut was reached "
+    "Keeping source transactions whole: snapshots taken as cuts (outcome=cut), cuts that moved only the "
+    "partitions no transaction caught mid-markers tied to the others (partial_cut), snapshots dropped because "
+    "such a transaction tied them all (mid_markers), and commits made before their cut was reached "
     "(split_commit: source transactions may be split there).",
     (*TASK_LABELS, "outcome"),
 )

@@ -134,7 +134,8 @@ class SourceTransactions:
         #: The source has no ``__transaction_state`` yet (no transaction ever ran there).
         self.missing = False
         self.skipped_records = 0  # records of a format this decoder does not know
-        #: Committed transactions over several partitions, by transactional.id, the latest one each,
+        #: Committed transactions over several partitions (consumer offsets count: an app that sent its
+        #: position), by transactional.id, the latest one each,
         #: plus those completed and not yet forgotten (``forget``).
         self._latest: dict[str, Prepared] = {}
         self.prepared: list[Prepared] = []
@@ -249,7 +250,7 @@ class SourceTransactions:
             return None
         found = _transaction(txn_id, state)
         self._unreported.append(found)
-        if found.committed and found.spans_partitions:
+        if found.committed and (found.spans_partitions or found.sent_offsets):
             tracked = Prepared(found, where, offset)
             self._latest[txn_id] = tracked
             self.prepared.append(tracked)

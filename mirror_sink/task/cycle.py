@@ -436,7 +436,8 @@ class Cycle:
         cuts = ""
         if self.cuts is not None:
             n = self.cuts.counts
-            cuts = f"; cuts of source transactions: {n.cuts} taken, {n.mid_markers} dropped mid-markers"
+            cuts = f"; cuts of source transactions: {n.cuts} taken, {n.partial_cuts} partial"
+            cuts += f", {n.mid_markers} dropped mid-markers"
             cuts += f", {n.split_commits} split commits" if n.split_commits else ""
         self.log.info(
             "mirrored %d records (%.1f MB) in %d commits, %d aborted; reading %d partitions; %s%s",

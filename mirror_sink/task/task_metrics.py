@@ -63,6 +63,7 @@ class TaskMetrics:
         self._spanning.set(len(counts.spanning))
         for outcome, total in (
             ("cut", counts.cuts),
+            ("partial_cut", counts.partial_cuts),
             ("mid_markers", counts.mid_markers),
             ("split_commit", counts.split_commits),
         ):

@@ -39,7 +39,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.source_transactions import CONSUMER_OFFSETS_TOPIC, SourceTransaction, SourceTransactions
+from mirror_sink.core.source_transactions import CONSUMER_OFFSETS_TOPIC, Prepared, SourceTransaction, SourceTransactions
 from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC, coordinator_partition
 
 #: At most this many cuts are kept ahead of the current one while a backlog is copied.
@@ -48,14 +48,60 @@ _REQUEST_TIMEOUT_S = 10.0
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # confluent-kafka leaves it unannotated
 
 
+#: The coordinator log's ends read just before and just after a snapshot's LSOs (per log partition):
+#: what tells, for any transaction, whether it was visible at that snapshot (``Prepared.visible``).
+LogEnds = tuple[dict[int, int], dict[int, int]]
+
+
 @dataclass
 class Cut:
     """One cut: a limit per partition, and the selected source groups' committed offsets read at it
-    (when it was taken with them): those go with the data up to the limits."""
+    (when it was taken with them): those go with the data up to the limits. ``bases``: for each
+    partition, the log ends of the snapshot its limit came from (a partial cut keeps some partitions
+    at an older one)."""
 
     limits: dict[SourcePartition, int]
+    bases: dict[SourcePartition, LogEnds]
     groups: dict[str, dict[SourcePartition, int]] | None = None
     taken_ms: int = 0
+
+
+def held_back(
+    transactions: Iterable[Prepared],
+    owned: Collection[tuple[str, int]],
+    bases: Mapping[tuple[str, int], LogEnds],
+    now: LogEnds,
+) -> set[tuple[str, int]]:
+    """The partitions that must stay at their current limits (from the snapshots in ``bases``) so
+    that a snapshot with log ends ``now`` can move every other partition to its LSO and still be a cut.
+
+    A committed transaction over two or more ``owned`` partitions whose markers may have been written
+    during ``now`` holds its partitions back. So does, transitively, one that has partitions held
+    back and others not, when it was visible at ``now`` but not at a held partition's base (or the
+    reverse): it would land on one side of the cut on some partitions and on the other elsewhere.
+    """
+    mine = set(owned)
+    relevant = [
+        (t, t.transaction.partitions & mine)
+        for t in transactions
+        if t.transaction.committed and len(t.transaction.partitions & mine) >= 2
+    ]
+    held: set[tuple[str, int]] = set()
+    for t, parts in relevant:
+        if t.visible(*now) is None:
+            held |= parts
+    changed = True
+    while changed:
+        changed = False
+        for t, parts in relevant:
+            inside = parts & held
+            if not inside or inside == parts:
+                continue
+            at_now = t.visible(*now)
+            if any(t.visible(*bases[p]) != at_now for p in inside):
+                held |= parts
+                changed = True
+    return held
 
 
 @dataclass
@@ -63,6 +109,8 @@ class CutCounts:
     """What the cuts have done, for metrics and logs."""
 
     cuts: int = 0  # cuts taken
+    #: Cuts that moved only the partitions no transaction caught mid-markers ties to the others.
+    partial_cuts: int = 0
     mid_markers: int = 0  # snapshots dropped: a transaction's markers were being written
     #: Commits made before every partition reached the cut (a cut that did not fill in time).
     split_commits: int = 0
@@ -79,6 +127,8 @@ class TransactionCuts:
         self.log = log
         #: The current cut: the cycle copies up to these offsets and no further.
         self.limits: dict[SourcePartition, int] = {}
+        #: The log ends of the snapshot each current limit came from (none after ``reset``).
+        self.bases: dict[SourcePartition, LogEnds] = {}
         #: The groups' offsets read at the current cut (None: it was taken without them).
         self.groups_at_cut: Cut | None = None
         #: Cuts taken and not yet moved to, oldest first.
@@ -98,6 +148,7 @@ class TransactionCuts:
         """Start again from ``base`` (the committed offsets, after an assignment): nothing past them
         is copied until the next cut."""
         self.limits = dict(base)
+        self.bases = {}
         self.groups_at_cut = None
         self.pending.clear()
 
@@ -111,6 +162,7 @@ class TransactionCuts:
             return False
         cut = self.pending.popleft()
         self.limits = cut.limits
+        self.bases = cut.bases
         self.groups_at_cut = cut if cut.groups is not None else None
         return True
 
@@ -155,17 +207,49 @@ class TransactionCuts:
                 or (groups is not None and t.transaction.sent_offsets and t.transaction.partitions & owned)
             )
         ]
-        self.transactions.forget(before)
-        if caught:
-            self.counts.mid_markers += 1
-            return False
         if any(lsos[tp] < latest.get(tp, 0) for tp in lsos):
+            self._forget(before)
             return False  # a new leader not yet at its predecessor's LSO: ask again
+        now: LogEnds = (before, after)
+        if caught:
+            cut = self._partial(lsos, now, owned) if groups is None else None
+            self._forget(before)
+            if cut is None:
+                self.counts.mid_markers += 1
+                return False
+            self.pending.append(cut)
+            self.counts.partial_cuts += 1
+            return True
+        self._forget(before)
         if groups is None and all(lsos[tp] == latest.get(tp) for tp in lsos) and len(lsos) == len(latest):
             return True  # nothing new
-        self.pending.append(Cut(lsos, groups, int(time.time() * 1000)))
+        self.pending.append(Cut(lsos, dict.fromkeys(lsos, now), groups, int(time.time() * 1000)))
         self.counts.cuts += 1
         return True
+
+    def _partial(self, lsos: Mapping[SourcePartition, int], now: LogEnds, owned: set[tuple[str, int]]) -> Cut | None:
+        """A cut that moves only the partitions no transaction caught mid-markers ties to the others
+        (``held_back``); None when none can move, or when the current limits' snapshots are not all
+        known (after a start or an assignment: the first cut is a whole one)."""
+        if self.pending or set(self.bases) != set(lsos) or set(self.limits) != set(lsos):
+            return None
+        bases = {(tp.topic, tp.partition): ends for tp, ends in self.bases.items()}
+        held = held_back(self.transactions.prepared, owned, bases, now)
+        moving = [tp for tp in lsos if (tp.topic, tp.partition) not in held and lsos[tp] > self.limits[tp]]
+        if not moving:
+            return None
+        limits, cut_bases = dict(self.limits), dict(self.bases)
+        for tp in moving:
+            limits[tp], cut_bases[tp] = lsos[tp], now
+        return Cut(limits, cut_bases, None, int(time.time() * 1000))
+
+    def _forget(self, before: Mapping[int, int]) -> None:
+        """Forget the transactions every snapshot still in use saw whole (the oldest base's ends)."""
+        floor = dict(before)
+        for ends_before, _ in [*self.bases.values(), *(b for cut in self.pending for b in cut.bases.values())]:
+            for partition, end in ends_before.items():
+                floor[partition] = min(floor.get(partition, end), end)
+        self.transactions.forget(floor)
 
     def discover_groups(self, accepts: Callable[[str], bool], own: Collection[str], every_s: float = 30.0) -> None:
         """Which source groups are read at cuts: those ``accepts`` takes (not the mirror's ``own``)

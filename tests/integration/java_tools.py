@@ -68,9 +68,14 @@ def java_transactions(
         raise JavaToolError(f"TransactionalWriter {transactional_id!r} exited {proc.returncode}:\n{proc.stderr}")
     out: list[tuple[bool | None, list[tuple[str, int, int]]]] = []
     for line in proc.stdout.splitlines():
-        outcome, *records = line.split()
+        if not line.startswith("TXN "):
+            continue  # the client's own output, not a transaction's line
+        outcome, *records = line.removeprefix("TXN ").split()
         placed = [(t, int(p), int(o)) for t, p, o in (r.rsplit(":", 2) for r in records)]
         out.append((None if outcome == "unknown" else outcome == "commit", placed))
+    if len(out) != transactions:
+        said = f"{len(out)} of {transactions} transactions"
+        raise JavaToolError(f"TransactionalWriter {transactional_id!r} reported {said}:\n{proc.stdout}")
     return out
 
 

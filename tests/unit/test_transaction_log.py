@@ -7,6 +7,7 @@ field, both value versions, tagged fields (known and unknown) and the errors.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -153,3 +154,34 @@ def test_a_transaction_is_visible_everywhere_or_nowhere_between_two_reads_of_the
     assert done.visible(before={3: 12}, after={3: 20}) is None
     assert Prepared(txn, 3, 10).visible(before={3: 30}, after={3: 40}) is None, "not completed yet"
     assert done.visible(before={}, after={}) is False, "a partition never read counts as not yet prepared"
+
+
+def _prepared(partitions: set[tuple[str, int]], prepared_at: int, completed_at: int | None) -> Any:
+    from mirror_sink.core.source_transactions import Prepared, SourceTransaction
+
+    txn = SourceTransaction("app", 7, 0, True, frozenset(partitions), False, 0, 1)
+    return Prepared(txn, log_partition=0, prepared_at=prepared_at, completed_at=completed_at)
+
+
+def test_a_partial_cut_holds_back_only_what_a_transaction_mid_markers_ties_together() -> None:
+    """transaction_cuts.held_back: the partitions that stay at their limits so the others can move."""
+    from mirror_sink.task.transaction_cuts import held_back
+
+    owned = {("a", 0), ("b", 0), ("c", 0), ("d", 0)}
+    old = ({0: 10}, {0: 12})  # the snapshot every current limit came from
+    now = ({0: 20}, {0: 22})
+    bases = dict.fromkeys(owned, old)
+    mid = _prepared({("a", 0), ("b", 0)}, prepared_at=19, completed_at=None)  # markers on their way now
+    # Completed between the old snapshot and now: below the LSO now, above it at the old snapshot.
+    since = _prepared({("b", 0), ("c", 0)}, prepared_at=14, completed_at=15)
+    # Visible at both: already below the old limits everywhere.
+    before = _prepared({("c", 0), ("d", 0)}, prepared_at=3, completed_at=4)
+    assert held_back([mid], owned, bases, now) == {("a", 0), ("b", 0)}
+    # b stays at the old limit, where `since` is not visible: c must stay with it, else `since`
+    # would be whole on c and missing on b.
+    assert held_back([mid, since], owned, bases, now) == {("a", 0), ("b", 0), ("c", 0)}
+    assert held_back([mid, since, before], owned, bases, now) == {("a", 0), ("b", 0), ("c", 0)}
+    # Nothing mid-markers: nothing held.
+    assert held_back([since, before], owned, bases, now) == set()
+    # A transaction with one partition of this task only ties nothing.
+    assert held_back([_prepared({("a", 0), ("x", 9)}, 19, None)], owned, bases, now) == set()

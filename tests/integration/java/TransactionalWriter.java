@@ -18,8 +18,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Args: bootstrap transactionalId transactions abortEvery topic:partitions [topic:partitions ...]
  * Transaction i writes one record to each of 2 + (i % 3) partitions, chosen round robin over all the
  * topics' partitions, and aborts when abortEvery > 0 and (i + 1) % abortEvery == 0. One line per
- * transaction on stdout: "commit" or "abort", then topic:partition:offset of each record; or
- * "unknown" when the broker refused it and its outcome cannot be told here.
+ * transaction on stdout, after "TXN ": "commit" or "abort", then topic:partition:offset of each
+ * record; or "unknown" when the broker refused it and its outcome cannot be told here.
  */
 public class TransactionalWriter {
     public static void main(String[] args) throws Exception {
@@ -78,7 +78,7 @@ public class TransactionalWriter {
                 producer = new KafkaProducer<>(props);
                 producer.initTransactions();
             }
-            System.out.println(line);
+            System.out.println("TXN " + line);
         }
         producer.close();
     }
