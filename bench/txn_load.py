@@ -215,13 +215,14 @@ def main() -> int:
             run = run_one(mirror, brokers.source, brokers.target, args, args.workdir)
             print(f"  {asdict(run)}", flush=True)
             runs.append(run)
-    print("\n| mirror | records/s | p50 ms | p99 ms | max ms | commits | cuts | mid-markers | split commits |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| mirror | records/s | p50 ms | p99 ms | max ms | commits | cuts | partial | mid-markers | split |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in runs:
         c = r.cuts
         print(
             f"| {r.mirror} | {r.records_per_s:,.0f} | {r.p50_ms:,.0f} | {r.p99_ms:,.0f} | {r.max_ms:,.0f} | "
-            f"{r.commits} | {c.get('cut', '')} | {c.get('mid_markers', '')} | {c.get('split_commit', '')} |"
+            f"{r.commits} | {c.get('cut', '')} | {c.get('partial_cut', '')} | {c.get('mid_markers', '')} | "
+            f"{c.get('split_commit', '')} |"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps([asdict(r) for r in runs], indent=2) + "\n")
