@@ -264,16 +264,26 @@ class FailoverPlanner:
                 reader.close()
         now_ms = time.time() * 1000
         plan = FailoverPlan("disaster", [])
+        keys = sorted(k for k in set(stored) | set(at_cuts) if k[0] in selected)
+        exact_at_cut: dict[tuple[str, TargetPartition], int] = {}
+        for key, stored_cut in at_cuts.items():
+            found = index.translate(key[1], stored_cut.source_offset) if index is not None else None
+            if found is not None:
+                exact_at_cut[key] = found
+        # A group is placed from its cuts on every partition or on none: a cut's position on one
+        # partition beside a checkpoint's on another would match no single moment of its outputs.
+        at_cut_groups = {g for g, _ in keys if all(k in exact_at_cut for k in keys if k[0] == g)}
+        for group in sorted({g for g, _ in at_cuts} - at_cut_groups):
+            if group in selected:
+                self.say(f"note: {group} has no exact position at a cut on every partition: placed from checkpoints")
         placed_at_cuts: set[str] = set()
-        for group, target in sorted(set(stored) | set(at_cuts)):
-            if group not in selected:
-                continue
-            cut = at_cuts.get((group, target))
-            exact = index.translate(target, cut.source_offset) if cut is not None and index is not None else None
-            if cut is not None and exact is not None:
+        for group, target in keys:
+            at_cut = at_cuts.get((group, target)) if group in at_cut_groups else None
+            exact = exact_at_cut.get((group, target))
+            if at_cut is not None and exact is not None:
                 # An exactly-once application's position at a cut: it goes with the outputs the target holds.
-                plan.translations.append(Translation(group, cut.source_topic, target, cut.source_offset, exact))
-                plan.checkpoint_age_s[(group, target)] = max(0.0, (now_ms - cut.time_ms) / 1000)
+                plan.translations.append(Translation(group, at_cut.source_topic, target, at_cut.source_offset, exact))
+                plan.checkpoint_age_s[(group, target)] = max(0.0, (now_ms - at_cut.time_ms) / 1000)
                 placed_at_cuts.add(group)
                 continue
             s = stored.get((group, target))

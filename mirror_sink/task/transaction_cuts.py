@@ -278,6 +278,7 @@ class TransactionCuts:
         if found != self.groups:
             self.log.info("positions of %s are kept at each cut, with the outputs they match", ", ".join(found))
             self.groups = found
+            self.pending.clear()  # cuts taken without these groups' positions would leave them behind
 
     def _group_offsets(self, reading: Collection[SourcePartition]) -> dict[str, dict[SourcePartition, int]]:
         """The ``groups``' committed offsets on ``reading``, read stable (a pending transactional
@@ -290,11 +291,14 @@ class TransactionCuts:
                 request, require_stable=True, request_timeout=_REQUEST_TIMEOUT_S
             )[group]
             found = future.result(_REQUEST_TIMEOUT_S)
-            offsets = {
-                SourcePartition(tp.topic, tp.partition): tp.offset
-                for tp in found.topic_partitions or []
-                if tp.offset >= 0 and tp.error is None
-            }
+            offsets = {}
+            for tp in found.topic_partitions or []:
+                if tp.error is not None:
+                    # UNSTABLE_OFFSET_COMMIT: a transaction of the app holds offsets not committed yet.
+                    # A cut needs every position as the last committed transaction left it: not now.
+                    raise KafkaException(tp.error)
+                if tp.offset >= 0:
+                    offsets[SourcePartition(tp.topic, tp.partition)] = tp.offset
             if offsets:
                 out[group] = offsets
         return out
