@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Self
 
 import httpx
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -591,11 +591,32 @@ def total(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **l
     return sum(v for lab, v in samples.get(name, []) if all(lab.get(k) == x for k, x in labels.items()))
 
 
+#: A group coordinator that is loading, moving or not reached yet: asked again.
+_COORDINATOR_MOVING = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
+
+
 def commit_group_offsets(bootstrap: Address, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit ``offsets`` for ``group`` as a consumer application would (not a member: no join)."""
+    """Commit ``offsets`` for ``group`` as a consumer application would (not a member: no join).
+    A coordinator still loading its partition on a busy machine (COORDINATOR_LOAD_IN_PROGRESS, seen
+    in CI) is asked again, as a client would, for up to 30 s."""
     consumer = Consumer({**client_settings(bootstrap), "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not (err.retriable() or err.code() in _COORDINATOR_MOVING) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 
