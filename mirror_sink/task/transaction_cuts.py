@@ -246,7 +246,9 @@ class TransactionCuts:
     def _forget(self, before: Mapping[int, int]) -> None:
         """Forget the transactions every snapshot still in use saw whole (the oldest base's ends)."""
         floor = dict(before)
-        for ends_before, _ in [*self.bases.values(), *(b for cut in self.pending for b in cut.bases.values())]:
+        # Partitions share their snapshot's ends: each distinct snapshot once, not once per partition.
+        in_use = {id(b): b for b in [*self.bases.values(), *(b for cut in self.pending for b in cut.bases.values())]}
+        for ends_before, _ in in_use.values():
             for partition, end in ends_before.items():
                 floor[partition] = min(floor.get(partition, end), end)
         self.transactions.forget(floor)
