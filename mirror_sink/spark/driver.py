@@ -8,8 +8,12 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop_when_event_set, wait_fixed
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
@@ -80,7 +84,6 @@ def run_query(
         writer = writer.trigger(processingTime=trigger.split(":", 1)[1])
     else:
         raise ConfigError("--trigger", f"{trigger!r}: use available-now or processing-time:<interval>")
-    query = writer.queryName(config.name).start()
     log.info("connector %s runs on Spark (%s), checkpoint %s", config.name, master, checkpoint)
     stop = threading.Event()
 
@@ -91,15 +94,78 @@ def run_query(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        while query.isActive and not stop.is_set():
-            query.awaitTermination(1)
-        if stop.is_set():
-            query.stop()
-        exception = query.exception()
-        if exception is not None:
-            log.error("Spark query of %s failed: %s", config.name, exception)
+        failure = run_with_restarts(lambda: writer.queryName(config.name).start(), stop, config.name)
+        if failure is not None:
+            log.error("Spark query of %s failed: %s", config.name, failure)
             return 1
         return 0
     finally:
         spark.stop()
         lease.release()
+
+
+class Query(Protocol):
+    """What the driver uses of a started ``pyspark.sql.streaming.StreamingQuery``."""
+
+    @property
+    def isActive(self) -> bool: ...  # noqa: N802 - pyspark's name
+
+    def awaitTermination(self, timeout: int | None = None) -> bool | None: ...  # noqa: N802
+
+    def stop(self) -> None: ...
+
+    def exception(self) -> object | None: ...
+
+
+#: Spark gives a Python worker 10 s to connect back to the JVM, hard-coded (PythonWorkerFactory). On a
+#: loaded driver the streaming source's worker can miss that while it imports, and the query fails
+#: before it reads anything. Starting it again from its checkpoint is Spark's own recovery, and exact:
+#: the shadow group on the target says what was committed.
+WORKER_START_TIMEOUT = "Python worker failed to connect back"
+#: Starts of one query (the first included) while its Python workers keep missing their 10 s.
+QUERY_STARTS = 3
+
+
+class _WorkerStartTimedOut(Exception):
+    """The query failed because a Python worker started too slowly: another start may succeed."""
+
+
+def run_with_restarts(start: Callable[[], Query], stop: threading.Event, name: str) -> str | None:
+    """Run the query ``start()`` starts until it ends or ``stop`` is set; start it again (up to
+    ``QUERY_STARTS`` in all) when it failed only because a Python worker started too slowly. The
+    failure's text, or None when the query ended well or was stopped."""
+    try:
+        for attempt in Retrying(
+            stop=stop_after_attempt(QUERY_STARTS) | stop_when_event_set(stop),
+            wait=wait_fixed(1),
+            retry=retry_if_exception_type(_WorkerStartTimedOut),
+            before_sleep=lambda state: log.warning(
+                "query %s: a Python worker did not start within Spark's 10 s (start %d of %d); "
+                "starting the query again from its checkpoint",
+                name,
+                state.attempt_number,
+                QUERY_STARTS,
+            ),
+            reraise=True,
+        ):
+            with attempt:
+                failure = _run(start(), stop)
+                if failure is not None and WORKER_START_TIMEOUT in failure and not stop.is_set():
+                    raise _WorkerStartTimedOut(failure)
+                return failure
+    except _WorkerStartTimedOut as exc:
+        return str(exc)
+    raise AssertionError("unreachable: tenacity re-raises the last error")
+
+
+def _run(query: Query, stop: threading.Event) -> str | None:
+    """Wait for ``query`` to end, or stop it once ``stop`` is set; its failure's text, or None."""
+    try:
+        while query.isActive and not stop.is_set():
+            query.awaitTermination(1)
+    except Exception as exc:  # StreamingQueryException: the query ended with an error
+        return str(exc)
+    if stop.is_set():
+        query.stop()
+    failure = query.exception()
+    return None if failure is None else str(failure)
