@@ -9,7 +9,8 @@ write their sources. Meanwhile, with no mirror ever frozen:
 - the target broker leading most mirrored partitions is SIGKILLed, and comes back;
 - then the transaction coordinator of the raw mirror's first task;
 - then the group coordinator of the record mirror's shadow group;
-- then every target broker is restarted cleanly, one after the other (a rolling restart);
+- then the target broker now leading most mirrored partitions is restarted cleanly (one step of a
+  rolling restart: a controlled shutdown moves its leadership first);
 - then one source broker is restarted.
 
 The target must keep showing new records while each broker is down (the two mirrors' together). At
@@ -22,7 +23,7 @@ run (all clients there time out requests at the same moments: the machine, not o
 saturated): after the partition leader's SIGKILL 0-14 s; after the transaction coordinator's 0-107 s
 (EndTxn answered CONCURRENT_TRANSACTIONS for 60 s while the new coordinator finished the old
 transaction's markers); after the group coordinator's 35-117 s (the members heartbeat the dead
-coordinator until their session ends, then rejoin); rolling restarts and the source bounce 0-10 s.
+coordinator until their session ends, then rejoin); the clean restarts 0-10 s.
 
 The same clusters then truncate a source log with a real unclean leader election while a mirror of
 each mode is stopped: at start, both must report the divergence (KIP-320, with the leader epoch
@@ -170,8 +171,10 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
         )
         record = mirrors[1]
         fault(target, _group_coordinator(target, record.group), f"coordinator of {record.group}", hard=True)
-        for node in target.nodes:  # a rolling restart
-            fault(target, int(node.state.node_id), "rolling restart", hard=False)
+        # One step of a rolling restart, not all three: each step is the same controlled shutdown, and
+        # the two others cost the suite about 100 s.
+        leader_now, _ = _leaders(target, [f"source.{t}" for t in all_targets]).most_common(1)[0]
+        fault(target, leader_now, "clean restart of the leader of most mirrored partitions", hard=False)
         source_leader, _ = _leaders(source, all_targets).most_common(1)[0]
         fault(source, source_leader, "leader of most source partitions", hard=False)
         run.drain(STUCK_S)
@@ -184,7 +187,7 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
     target_topics = sorted({t for m in mirrors for t, _ in m.partitions})
     # A transaction left by the stop is aborted within transaction.timeout.ms (60 s here).
     wait_until(lambda: not _lso_below_hw(target, target_topics), 90, "no transaction left open on the target")
-    assert len(stalls) == 3 + len(target.nodes) + 1
+    assert len(stalls) == 5
 
 
 def _bootstrap(cluster: ReplicatedKafkaCluster, nodes: list[int]) -> str:
