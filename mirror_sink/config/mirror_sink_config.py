@@ -49,9 +49,6 @@ from mirror_sink.raw.capabilities import unsupported
 
 log = logging.getLogger(__name__)
 
-#: Exactly-once applications' positions at cuts (mirror_sink.core.group_cuts): not ready yet.
-_GROUP_CUTS_READY = False
-
 #: The connector this config describes, as ``connector.class`` names it by default; its other names
 #: (MM2's Java class name) come from the plugin registry.
 CONNECTOR_CLASS = "MirrorSinkConnector"
@@ -296,9 +293,7 @@ class MirrorSinkConfig(BaseModel):
     def group_cuts_partition(self) -> TargetPartition | None:
         """Where the tasks write source groups' positions at cuts (``source.transactions.whole``
         with exactly-once only): ``mirror_sink.core.group_cuts``."""
-        # Off until its test holds: exactly-once app failover at a cut placed a group past its
-        # outputs in some runs (stop note of 2026-11-28). Nothing writes or reads group cuts now.
-        if not (self.source_transactions_whole and self.transaction_producer and _GROUP_CUTS_READY):
+        if not (self.source_transactions_whole and self.transaction_producer):
             return None
         return TargetPartition(group_cuts_topic(self.source_alias), 0)
 

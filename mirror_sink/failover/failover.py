@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.failover.failover_plan import FailoverPlan, FailoverPlanner, FailoverRefused, end_reader, stable_end
 from mirror_sink.failover.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
@@ -33,6 +34,7 @@ from mirror_sink.failover.groups import (
     list_groups,
 )
 from mirror_sink.failover.translation import Translation
+from mirror_sink.task.takeover_fence import TakeoverFence
 
 
 class Failover:
@@ -67,6 +69,8 @@ class Failover:
             if t.target_offset is not None and (t.group, t.target) not in plan.unchanged:
                 by_group.setdefault(t.group, {})[t.target] = t.target_offset
         self._refuse_active(set(by_group))  # again, just before: a consumer may have started meanwhile
+        if plan.mode == "disaster":
+            self._fence_the_mirror(plan)
         moved: list[str] = []
         for group, offsets in sorted(by_group.items()):
             try:
@@ -90,6 +94,21 @@ class Failover:
             f"{len(record.groups)} groups"
         )
         return len(moved)
+
+    def _fence_the_mirror(self, plan: FailoverPlan) -> None:
+        """Abort the transactions the connector's tasks left open on the target when the source was
+        lost (its tasks died with it, or still run against nothing). Until the broker's own timeout
+        (``transaction.timeout.ms``) aborts them, read_committed consumers of those partitions stop at
+        their first offset, and the moved groups' own writes there stay invisible: the records the
+        groups resume on, and an exactly-once application's new outputs."""
+        partitions = set(plan.mirrored) | {t.target for t in plan.translations}
+        log = context_logger(__name__, f"{self.config.name} failover", connector=self.config.name)
+        fence = TakeoverFence(
+            self.config.target_admin(), self.config.target_producer(), self.config.name, self._client_id, log
+        )
+        fenced = fence.fence(sorted(partitions))
+        if fenced:
+            self.say(f"aborted the transactions the mirror left open on {self.destination}: {', '.join(fenced)}")
 
     def record(self, plan: FailoverPlan) -> FailoverRecord:
         """Write what the switch was to the failovers topic on the target, in one transaction, so a

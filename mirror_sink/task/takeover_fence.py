@@ -6,7 +6,9 @@ Readers of the target (read_committed) then see nothing past it there until the 
 So when a task is assigned partitions it asks their leaders which producers hold a transaction open
 on them (DescribeProducers, KIP-664), finds their transactional ids on the coordinators
 (ListTransactions) and, for each that is another slot of this connector, runs InitProducerId under
-that id. That is KIP-618's zombie-fencing round, per takeover: the coordinator aborts the open
+that id (a worker's slot, ``{connector}-{worker}-{task}``, or a Spark range's,
+``{connector}.{topic}.{partition}``, left by a runtime handed over). That is KIP-618's zombie-fencing
+round, per takeover: the coordinator aborts the open
 transaction at once (its markers unblock the readers) and bumps the epoch, so the old holder can
 never commit it afterwards. The stall is then about a session timeout, not a transaction timeout.
 
@@ -16,6 +18,10 @@ open on a partition when its new owner is assigned is a dead or frozen member's.
 slot by mistake would only cost it a producer reset (it never loses or duplicates data), and the
 check is best effort: when it cannot run (an ACL, an old broker), the transaction timeout still
 bounds the stall, and the log says so.
+
+A disaster failover runs the same round over every mirrored partition (``mirror_sink.failover``): the
+mirror died with the source, and its last transaction would otherwise hide, until its timeout, every
+record the groups moved there write or read past it.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ class TakeoverFence:
     ) -> None:
         self._admin_props = target_admin
         self._producer_props = target_producer
-        self._prefix = f"{connector}-"
+        #: A worker's slots and the Spark runtime's ranges (``task_slot``, ``range_copier.transactional_id``).
+        self._prefixes = (f"{connector}-", f"{connector}.")
         self._slot = slot
         self.log = log
         #: Transactional ids fenced so far by this task (for the tests and the log).
@@ -82,7 +89,7 @@ class TakeoverFence:
             return []
         fenced = []
         for transactional_id, where in sorted(holders.items()):
-            if transactional_id == self._slot or not transactional_id.startswith(self._prefix):
+            if transactional_id == self._slot or not transactional_id.startswith(self._prefixes):
                 continue
             try:
                 self._init_producer_id(transactional_id)
@@ -91,10 +98,11 @@ class TakeoverFence:
                 continue
             fenced.append(transactional_id)
             self.log.info(
-                "fenced %s: it left a transaction open on %s (taken over by this task); its transaction is "
+                "fenced %s: it left a transaction open on %s (taken over by %s); its transaction is "
                 "aborted and it can never commit again (%.1f s)",
                 transactional_id,
                 where,
+                self._slot,
                 time.monotonic() - started,
             )
         self.fenced += fenced

@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
 from devkafka.backends import KafkaEndpoint
@@ -256,6 +256,27 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     finally:
         assert proc.stop() == 0, proc.log_tail()
 
+    # A task of the mirror that died with the source mid-transaction: its transaction stays open on
+    # the target (past every refusal below, which must not touch it) until the failover aborts it.
+    zombie_slot = f"{name}-lost-worker-0"
+    zombie = Producer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "transactional.id": zombie_slot,
+            "transaction.timeout.ms": 300000,
+        }
+    )
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(target_topic, b"never committed", b"k", partition=0)
+    zombie.flush(30)
+
+    def open_transaction() -> bool:
+        stable = end_offsets(target.bootstrap_servers, target_topic)
+        return stable[0] < end_offsets(target.bootstrap_servers, target_topic, isolation="read_uncommitted")[0]
+
+    assert open_transaction()
+
     # Every refusal commits nothing on either cluster, and its dry run refuses alike.
     refused = partial(assert_refused_alike, run_failover, clusters=(source, target), token=unique(""))
     # A group active on the target: refused, and nothing committed for any group.
@@ -285,6 +306,9 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
     assert result.returncode == 0, result.stdout + result.stderr
     assert "unreachable" in result.stdout and "checkpoint age" in result.stdout
     assert "below the offset syncs kept in memory: reading them again" in proc.log_text()
+    # The lost task's transaction is aborted by the failover, not 5 minutes later by the broker.
+    assert f"aborted the transactions the mirror left open on the target: {zombie_slot}" in result.stdout
+    assert not open_transaction()
     got = _resume(target.bootstrap_servers, mid, target_topic, 2)
     src = read_all(source.bootstrap_servers, topic)
     for p, start in ((0, 77), (1, 123)):

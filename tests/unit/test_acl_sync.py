@@ -330,9 +330,11 @@ def test_no_topic_acls_at_all_is_not_mistaken_for_a_refusal(caplog: pytest.LogCa
     assert [r.levelno for r in caplog.records] == [logging.INFO], "the count once, no warning"
 
 
-def test_whole_source_transactions_add_the_coordinator_log_acl_once() -> None:
+def test_whole_source_transactions_add_the_coordinator_log_and_the_group_cuts_topic_once_each() -> None:
     config = _config(source__transactions__whole="true")
     added = [(a.cluster, a.operation, a.resource_name, a.required) for a in required_acls(config, ["t"])]
     assert added.count(("source", "READ", "__transaction_state", False)) == 1, added
-    assert config.group_cuts_partition is None, "group positions at cuts are off until their test holds"
-    assert not [a for a in required_acls(_config(), ["t"]) if a.resource_name == "__transaction_state"]
+    cuts = config.group_cuts_partition
+    assert cuts is not None and cuts.topic == "mirror-sink-group-cuts.source.internal"
+    assert ("target", "WRITE", cuts.topic, True) in added and ("target", "CREATE", cuts.topic, True) in added
+    assert not [a for a in required_acls(_config(), ["t"]) if a.resource_name in ("__transaction_state", cuts.topic)]
