@@ -4,7 +4,9 @@ It touches no real group and no real topic. In order:
 
 1. **The cut.** There is no atomic snapshot across partitions and clusters, so the cut is a window:
    the source's last stable offsets, then the mirror's positions (its shadow group on the target),
-   then the offset syncs read to their end. The report gives the window's length.
+   then the offset syncs read to their end. The report gives the window's length, and whether the
+   cut is transaction-consistent: each position's commit metadata says whether it was committed at a
+   cut of the source's transactions (``source.transactions.whole``).
 2. **RPO at the cut**, per partition and in total: the committed source records at or past the
    mirror's position and below the source's end (read, so aborted transactions and markers do not
    count), their bytes, and the age of the oldest (seconds of data a disaster would lose now).
@@ -47,10 +49,17 @@ from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.failover import create_compacted
-from mirror_sink.failover.groups import ClusterUnreachable, commit_offsets, committed_offsets, list_groups
+from mirror_sink.failover.groups import (
+    ClusterUnreachable,
+    commit_offsets,
+    committed_offsets,
+    committed_with_metadata,
+    list_groups,
+)
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader
 from mirror_sink.failover.translation import source_partitions
 from mirror_sink.failover.verify import Record, Verifier, mirrored_by, read_range, watermarks
+from mirror_sink.task.source_continuity import stored_at_cut
 
 SCHEMA = "mirror-sink.drill/1"
 _PROBE_S = 10.0
@@ -90,6 +99,43 @@ class Placement:
 
 
 @dataclass
+class TransactionConsistency:
+    """Whether the cut keeps every source transaction whole: each partition's position says whether
+    it was committed at a cut of the source's transactions (``source.transactions.whole``)."""
+
+    option: bool  # source.transactions.whole in the connector's config
+    partitions: int
+    not_at_a_cut: list[str] = field(default_factory=list)  # source partitions, as topic-partition
+    tasks: int = 1
+
+    @property
+    def consistent(self) -> bool:
+        """Every position was committed at a cut."""
+        return self.partitions > 0 and not self.not_at_a_cut
+
+    def describe(self) -> str:
+        """One sentence for the report."""
+        if self.consistent:
+            scope = (
+                f" within each of the {self.tasks} tasks (a transaction over two tasks' partitions is named in "
+                "mirror_sink_source_transactions_spanning_producers)"
+                if self.tasks > 1
+                else ""
+            )
+            return (
+                f"the cut is transaction-consistent{scope}: all {self.partitions} partitions' positions were committed "
+                "at a cut of the source's transactions, so no source transaction is in the copy in part."
+            )
+        named = ", ".join(self.not_at_a_cut[:10]) + (" ..." if len(self.not_at_a_cut) > 10 else "")
+        why = "" if self.option else " (source.transactions.whole=false)"
+        return (
+            f"the cut is not shown to be transaction-consistent{why}: {len(self.not_at_a_cut)} of {self.partitions} "
+            f"partitions' positions were not committed at a cut of the source's transactions ({named}); a source "
+            "transaction over several partitions may be in the copy in part."
+        )
+
+
+@dataclass
 class DrillReport:
     """Everything a drill measured (``SCHEMA``)."""
 
@@ -103,6 +149,7 @@ class DrillReport:
     verify: dict[str, Any] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     kept_groups: bool = False
+    transactions: TransactionConsistency | None = None
 
     @property
     def passed(self) -> bool:
@@ -127,6 +174,14 @@ class DrillReport:
             "outcome": "passed" if self.passed else "failed",
             "failures": self.failures,
             "cut_window_s": round(self.window_s, 3),
+            "source_transactions": None
+            if self.transactions is None
+            else {
+                "consistent": self.transactions.consistent,
+                "kept_whole_option": self.transactions.option,
+                "partitions": self.transactions.partitions,
+                "not_at_a_cut": self.transactions.not_at_a_cut,
+            },
             "rpo": {"total": self.totals(), "partitions": [asdict(r) for r in self.rpo]},
             "time_to_ready_s": {k: round(v, 3) for k, v in self.timings_s.items()},
             "time_to_ready_leaves_out": "detecting the disaster, stopping producers, repointing clients",
@@ -148,6 +203,10 @@ class DrillReport:
             "",
             f"Started {self.started}; the cut was read within {self.window_s:.3f} s.",
             "",
+        ]
+        if self.transactions is not None:
+            lines += [f"**Source transactions:** {self.transactions.describe()}", ""]
+        lines += [
             f"**RPO at the cut:** {total['records']:.0f} records, {total['bytes']:.0f} bytes, "
             f"{total['seconds']:.1f} s of data not yet mirrored.",
             "",
@@ -284,14 +343,25 @@ class Drill:
                 }
             finally:
                 source.close()
-            shadow = committed_offsets(
+            commits = committed_with_metadata(
                 cfg.target_consumer(), cfg.shadow_group_id, sorted(targets.values()), self._client_id, "target"
             )
             index = reader.catch_up()
             report.window_s = time.monotonic() - started
         finally:
             reader.close()
-        mirrored = {tp: shadow.get(tp, 0) for tp in ends}
+        mirrored = {tp: commits[tp].offset if tp in commits else 0 for tp in ends}
+        source_of = {tp: sp for sp, tp in targets.items()}
+        report.transactions = TransactionConsistency(
+            cfg.source_transactions_whole,
+            len(ends),
+            [
+                f"{source_of[tp][0]}-{source_of[tp][1]}"
+                for tp in sorted(ends)
+                if tp not in commits or not stored_at_cut(commits[tp].metadata)
+            ],
+            cfg.tasks_max,
+        )
         return index, ends, mirrored
 
     def _measure_rpo(

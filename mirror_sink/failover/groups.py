@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.core.stable_offsets import Committed, read_stable_commits, read_stable_offsets
 
 #: Group states in which nobody consumes: offsets may be moved.
 IDLE_STATES = frozenset({"EMPTY", "DEAD", "UNKNOWN"})
@@ -97,6 +97,26 @@ def committed_offsets(
         return _read_committed(consumer, group, partitions, cluster, timeout_s)
     finally:
         consumer.close()
+
+
+def committed_with_metadata(
+    props: Mapping[str, str],
+    group: str,
+    partitions: Iterable[tuple[str, int]],
+    client_id: str,
+    cluster: str,
+    *,
+    timeout_s: float = 60.0,
+) -> dict[tuple[str, int], Committed]:
+    """As ``committed_offsets``, with the metadata committed beside each offset."""
+    consumer = group_member(props, group, client_id)
+    try:
+        commits = read_stable_commits(consumer, partitions, give_up_after_s=timeout_s)
+    except TaskFailure as exc:
+        raise TaskFailure(f"group {group!r} on the {cluster} cluster: {exc}") from exc
+    finally:
+        consumer.close()
+    return {tp: c for tp, c in commits.items() if c is not None}
 
 
 def commit_offsets(

@@ -346,10 +346,17 @@ class Cycle:
         # when the offset did not move (an older epoch beside a newer offset would read as a divergence).
         epochs = {tp: e for tp, e in own.leader_epochs.items() if offsets.get(tp) == own.committed.get(tp)}
         epochs.update(self.path.leader_epochs())
+        # At the current cut (or nothing of a source transaction since the last one, so the positions
+        # are a cut themselves): the offsets say so, for drills and audits. A split commit does not.
+        at_cut = self.cuts is not None and (self.cuts.reached(self._positions()) or not self.path.took_transactional())
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
             targets = [
-                TopicPartition(*own.reading[source], offset, metadata=own.commit_metadata(source, epochs.get(source)))
+                TopicPartition(
+                    *own.reading[source],
+                    offset,
+                    metadata=own.commit_metadata(source, epochs.get(source), at_cut=at_cut),
+                )
                 for source, offset in offsets.items()
             ]
             spans = [self.plan.span(source, offset) for source, offset in offsets.items()]

@@ -166,10 +166,10 @@ class Ownership:
         self.log.info("%s %d target partitions", why, len(partitions))
         self._sync_reading()
 
-    def commit_metadata(self, source: SourcePartition, leader_epoch: int | None) -> str:
-        """What is committed beside the shadow offset of ``source``: its topic's id, and the leader
-        epoch of the record before the offset."""
-        return commit_metadata(self.topic_ids.get(source.topic), leader_epoch)
+    def commit_metadata(self, source: SourcePartition, leader_epoch: int | None, *, at_cut: bool = False) -> str:
+        """What is committed beside the shadow offset of ``source``: its topic's id, the leader
+        epoch of the record before the offset, and whether it is at a cut of the source's transactions."""
+        return commit_metadata(self.topic_ids.get(source.topic), leader_epoch, at_cut=at_cut)
 
     def out_of_range(self, exc: SourceOffsetOutOfRange) -> Crossings:
         """A fetch found its offset gone: raise what happened to every partition read (with the

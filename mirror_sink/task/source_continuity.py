@@ -37,16 +37,22 @@ from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 
 _TOPIC_ID = "source-topic-id"
 _LEADER_EPOCH = "source-leader-epoch"
+_TRANSACTIONS = "source-transactions"
+_WHOLE = "whole"
 
 
-def commit_metadata(topic_id: str | None, leader_epoch: int | None = None) -> str:
-    """The metadata committed beside a shadow offset: ``source-leader-epoch=E;source-topic-id=ID``.
+def commit_metadata(topic_id: str | None, leader_epoch: int | None = None, *, at_cut: bool = False) -> str:
+    """The metadata committed beside a shadow offset: ``source-leader-epoch=E;source-topic-id=ID``,
+    led by ``source-transactions=whole;`` when the offset was committed at a cut of the source's
+    transactions (``source.transactions.whole``: no source transaction is in the copy in part).
 
-    The source leader epoch of the record before the offset (KIP-320) comes first, where known:
-    readers of before it took everything after ``source-topic-id=`` as the id, and now read no id
-    at all rather than a wrong one. "" when neither is known.
+    The topic id never comes first: readers from before the leader epoch took everything after a
+    leading ``source-topic-id=`` as the id, and now read no id at all rather than a wrong one. ""
+    when nothing is known.
     """
     fields = []
+    if at_cut:
+        fields.append(f"{_TRANSACTIONS}={_WHOLE}")
     if leader_epoch is not None and leader_epoch >= 0:
         fields.append(f"{_LEADER_EPOCH}={leader_epoch}")
     if topic_id:
@@ -62,6 +68,11 @@ def _fields(metadata: str) -> dict[str, str]:
 def stored_topic_id(metadata: str) -> str | None:
     """The source topic id a shadow offset was committed for (None: committed without one)."""
     return _fields(metadata).get(_TOPIC_ID)
+
+
+def stored_at_cut(metadata: str) -> bool:
+    """Whether a shadow offset was committed at a cut of the source's transactions."""
+    return _fields(metadata).get(_TRANSACTIONS) == _WHOLE
 
 
 def stored_leader_epoch(metadata: str) -> int | None:

@@ -84,6 +84,13 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
     assert rpo["total"]["bytes"] == sum(len(r.key or b"") + len(r.value or b"") for r in late)
     assert rpo["total"]["seconds"] >= 1.0
     assert report["cut_window_s"] < 10
+    # Source transactions are not kept whole here (the option is off): the report says so, naming them.
+    assert report["source_transactions"] == {
+        "consistent": False,
+        "kept_whole_option": False,
+        "partitions": PARTITIONS,
+        "not_at_a_cut": [f"{topic}-{p}" for p in range(PARTITIONS)],
+    }
     assert set(report["time_to_ready_s"]) == {"translate", "commit", "first canary read"}
 
     # Each drill copy of mid starts at exactly the record mid reads next on the source.

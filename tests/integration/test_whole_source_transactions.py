@@ -14,12 +14,14 @@ can tell a whole transaction from part of one.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import threading
 import time
 from collections import Counter
 from functools import partial
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -28,7 +30,14 @@ from confluent_kafka.admin import AdminClient
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import create_topic, read_all, wait_until_served
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import Unique, mirror_config, shadow_caught_up, wait_until
+from tests.integration.harness import (
+    Unique,
+    commit_group_offsets,
+    mirror_config,
+    run_drill,
+    shadow_caught_up,
+    wait_until,
+)
 from tests.integration.java_tools import java_transactions
 
 _WIDTH = re.compile(rb"^(?P<writer>.+)-(?P<i>\d+)-(?P<w>\d+)$")
@@ -114,7 +123,7 @@ def _partial(seen: Counter[tuple[str, int]]) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str, tmp_path: Path
 ) -> None:
     orders, payments, name = unique("whole-orders"), unique("whole-pay"), unique("whole")
     topics = {orders: 3, payments: 2}
@@ -181,3 +190,16 @@ def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
     assert not _partial(seen), _partial(seen)
     assert looks >= 6 and len(want) > 200, (looks, len(want))
     print(f"{looks} looks; part of a transaction seen only while the target's own markers were written: {transient}")
+
+    # A drill of the copy finds its cut transaction-consistent: every position was committed at a cut.
+    group = unique("whole-app")
+    commit_group_offsets(source.bootstrap_servers, group, {(orders, 0): 1})
+    report_path = tmp_path / "drill.json"
+    drilled = run_drill(config, tmp_path, "--groups", re.escape(group), "--report", str(report_path))
+    assert drilled.returncode == 0, drilled.stdout + drilled.stderr
+    assert json.loads(report_path.read_text())["source_transactions"] == {
+        "consistent": True,
+        "kept_whole_option": True,
+        "partitions": sum(topics.values()),
+        "not_at_a_cut": [],
+    }, drilled.stdout

@@ -15,6 +15,7 @@ from mirror_sink.task.source_continuity import (
     check_continuity,
     commit_metadata,
     kafka_uuid,
+    stored_at_cut,
     stored_leader_epoch,
     stored_topic_id,
 )
@@ -37,6 +38,14 @@ def test_the_leader_epoch_comes_first_in_the_metadata_so_older_readers_read_no_i
     assert stored_leader_epoch(commit_metadata(OLD)) is None and stored_leader_epoch(commit_metadata(OLD, -1)) is None
     assert commit_metadata(None, 3) == "source-leader-epoch=3"
     assert stored_topic_id(f"source-topic-id={OLD}\0") == OLD, "librdkafka's trailing NUL"
+
+
+def test_a_position_committed_at_a_cut_of_the_source_transactions_says_so_and_hides_nothing_else() -> None:
+    marked = commit_metadata(OLD, 7, at_cut=True)
+    assert marked == f"source-transactions=whole;source-leader-epoch=7;source-topic-id={OLD}"
+    assert stored_at_cut(marked) and (stored_topic_id(marked), stored_leader_epoch(marked)) == (OLD, 7)
+    assert not commit_metadata(OLD, None, at_cut=True).startswith("source-topic-id="), "the oldest readers' prefix"
+    assert not stored_at_cut(commit_metadata(OLD, 7)) and not stored_at_cut("") and not stored_at_cut("whole")
 
 
 def test_offsets_the_source_still_has_pass() -> None:
