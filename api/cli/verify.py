@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.failover.partial_transactions import check_copy
 from mirror_sink.failover.verify import Verifier
 
 log = logging.getLogger(__name__)
@@ -24,8 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "records of every synced partition, and compare each target record with the source record it was "
         "mirrored from (key, value, headers, timestamp). A committed target record that maps to no source "
         "offset is a mismatch too. Records that cannot be verified (gone by compaction or retention on either "
-        "side, mirrored before the offset syncs kept, skipped on purpose) are counted by reason. Exit 0: no "
-        "mismatch; 1: mismatches (the first is named with both offsets); 2: a bad config or offset syncs off.",
+        "side, mirrored before the offset syncs kept, skipped on purpose) are counted by reason. With "
+        "--source-transactions, source transactions the copy holds only in part are named too. Exit 0: no "
+        "mismatch; 1: mismatches (the first is named with both offsets) or a partial source transaction; 2: a bad "
+        "config or offset syncs off.",
     )
     p.add_argument("config", type=Path, help="the connector's config (Connect JSON or .properties)")
     p.add_argument("--topics", metavar="REGEX", help="only target topics matching REGEX (default: every synced one)")
@@ -37,6 +41,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="cap on the bytes read (both clusters together), so verification never competes with mirroring",
     )
     p.add_argument("--report", type=Path, metavar="PATH", help="also write the report as JSON to PATH")
+    p.add_argument(
+        "--source-transactions",
+        action="store_true",
+        help="also look for committed source transactions the copy holds only in part (at the shadow group's "
+        "offsets), from the source's transaction markers and __transaction_state (READ on it); exit 1 when one "
+        "is found",
+    )
+    p.add_argument(
+        "--transactions-window",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="offsets read on each side of each partition's position for --source-transactions (default 10000)",
+    )
     p.set_defaults(func=main)
 
 
@@ -52,12 +70,22 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         report = verifier.run()
+        check = (
+            check_copy(config, window=args.transactions_window, client_id=f"{config.name}-verify")
+            if args.source_transactions
+            else None
+        )
     except TaskFailure as exc:
         print(f"verify failed: {exc}", flush=True)
         return 1
     finally:
         verifier.close()
     print(report.table(), flush=True)
+    if check is not None:
+        print("\n".join(check.lines()), flush=True)
     if args.report is not None:
-        args.report.write_text(report.to_json() + "\n")
-    return 1 if report.mismatches else 0
+        body = json.loads(report.to_json())
+        if check is not None:
+            body["source_transactions"] = check.to_dict()
+        args.report.write_text(json.dumps(body, indent=2) + "\n")
+    return 1 if report.mismatches or (check is not None and check.partial) else 0

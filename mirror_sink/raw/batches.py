@@ -40,6 +40,7 @@ DELETE_HORIZON = 0x40
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 #: Control record keys are (int16 version, int16 type); type 0 marks an abort, 1 a commit.
 CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
 
 
 class CorruptBatch(Exception):
@@ -120,7 +121,7 @@ def verify_crc(batch: memoryview, header: BatchHeader) -> None:
 
 
 def control_type(batch: memoryview) -> int:
-    """The type of a control batch's marker (CONTROL_ABORT or 1 for commit).
+    """The type of a control batch's marker (CONTROL_ABORT or CONTROL_COMMIT).
 
     A control batch holds one uncompressed record: length, attributes, timestamp delta and offset
     delta varints, then the key (varint length, int16 version, int16 type).

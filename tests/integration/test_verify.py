@@ -20,12 +20,14 @@ from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     TransactionalLoad,
     Unique,
+    commit_group_offsets,
     committed_on_target,
     mirror_config,
     run_verify,
     shadow_caught_up,
     wait_until,
 )
+from tests.integration.java_tools import java_transactions
 
 
 def _verified(result_path: Path) -> dict[str, Any]:
@@ -126,3 +128,42 @@ def test_verify_refuses_a_connector_without_offset_syncs(
     config = mirror_config(unique("nosyncs"), source, target, "x", **{"emit.offset-syncs.enabled": "false"})
     result = run_verify(config, tmp_path)
     assert result.returncode == 2 and "emit.offset-syncs.enabled" in result.stdout, result.stdout + result.stderr
+
+
+def test_verify_names_a_source_transaction_the_copy_holds_only_in_part(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+) -> None:
+    # Transactions of Kafka's Java producer (transactions version 2: an epoch per transaction), each over
+    # 2-3 partitions, mirrored to the end: the copy holds every one whole.
+    topic, name, txn_id = unique("vtx"), unique("vtx"), unique("vtx-writer")
+    create_topic(source.bootstrap_servers, topic, 3)
+    written = java_transactions(source.bootstrap_servers, txn_id, 12, {topic: 3})
+    assert all(ok for ok, _ in written), written
+    config = mirror_config(name, source, target, topic)
+    proc = mirror(config).start()
+    target_topic, group = f"source.{topic}", f"connect-{name}"
+    try:
+        wait_until(partial(shadow_caught_up, source, topic, target, target_topic, group), 60, "mirrored")
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    spanning = [placed for _, placed in written if len({p for _, p, _ in placed}) > 1]
+    report_path = tmp_path / "whole.json"
+    whole = run_verify(config, tmp_path, "--source-transactions", "--report", str(report_path))
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    found = json.loads(report_path.read_text())["source_transactions"]
+    assert found["partial"] == [] and found["not_checkable"] == {}, found
+    assert found["checked"] == len(spanning), (found, len(spanning))
+
+    # The copy cut inside the last transaction: its part on one partition not in it (as a mirror that
+    # commits per partition can leave it), its parts on the others in it.
+    last = spanning[-1]
+    cut_at = min(offset for _, p, offset in last if p == last[0][1])
+    commit_group_offsets(target.bootstrap_servers, group, {(target_topic, last[0][1]): cut_at})
+    report_path = tmp_path / "partial.json"
+    cut = run_verify(config, tmp_path, "--source-transactions", "--report", str(report_path))
+    assert cut.returncode == 1, cut.stdout + cut.stderr
+    (partial_txn,) = json.loads(report_path.read_text())["source_transactions"]["partial"]
+    others = sorted({f"{topic}-{p}" for _, p, _ in last} - {f"{topic}-{last[0][1]}"})
+    assert partial_txn["transactional_id"] == txn_id, partial_txn
+    assert (partial_txn["missing"], partial_txn["in_copy"]) == ([f"{topic}-{last[0][1]}"], others), partial_txn
+    assert f"partial: {txn_id} (producer" in cut.stdout, cut.stdout
