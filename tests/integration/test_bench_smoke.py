@@ -12,16 +12,20 @@ from devkafka.backends import KafkaEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
-MIRRORS = ("mm2-alo", "mm2-eos", "record-eos", "raw-eos", "raw-alo")
-LATENCY_MIRRORS = ("mm2-eos", "record-eos", "raw-eos", "raw-alo")  # bench.compare's default
+#: One mirror of each runner (MirrorMaker 2, record mode, raw mode), exactly once: the at-least-once
+#: rows differ from these by a setting only, and each costs the smoke a mirror's start and copy (an
+#: MM2 JVM for mm2-alo), on a suite that must stay under 25 minutes.
+MIRRORS = ("mm2-eos", "record-eos", "raw-eos")
+LATENCY_MIRRORS = ("mm2-eos", "raw-eos")
 
 
-def test_bench_compare_quick_mode_measures_every_mirror_and_writes_the_report(
+def test_bench_compare_quick_mode_measures_each_runner_and_writes_the_report(
     source: KafkaEndpoint, target: KafkaEndpoint, tmp_path: Path
 ) -> None:
     out = tmp_path / "docs"
     argv = [
         sys.executable, "-m", "bench.compare", "--quick", "--latency-rates", "5000",
+        "--mirrors", ",".join(MIRRORS), "--latency-mirrors", ",".join(LATENCY_MIRRORS),
         "--source", source.bootstrap_servers, "--target", target.bootstrap_servers,
         "--out", str(out), "--workdir", str(tmp_path / "work"),
     ]  # fmt: skip
