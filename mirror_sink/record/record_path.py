@@ -117,10 +117,25 @@ class RecordPath:
         )
 
     def unassign(self, partitions: Iterable[SourcePartition]) -> None:
-        """incremental_unassign."""
+        """incremental_unassign, and forget what was held or released of those partitions: assigned
+        again, they are read from their committed offsets, and a record kept from before would be
+        copied out of order or twice."""
         tps = list(partitions)
+        self._drop_held(tps)
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in tps])
         self._rewound.difference_update(tps)
+
+    def _drop_held(self, partitions: Iterable[SourcePartition]) -> None:
+        """Forget the records held or released (not copied yet) of ``partitions``, and resume those paused."""
+        gone = set(partitions)
+        for tp in gone:
+            for m in self._held.pop(tp, ()):
+                self._held_bytes -= _size(m)
+        resumed = gone & self._paused
+        if resumed:
+            self._paused -= resumed
+            self.source.resume([TopicPartition(*tp) for tp in resumed])
+        self._released = [m for m in self._released if (m.topic(), m.partition()) not in gone]
 
     def limit_batches(self, max_message_bytes: Mapping[str, int]) -> None:
         """Nothing: the producer makes its own batches, and the target refuses a record too large."""
@@ -132,13 +147,7 @@ class RecordPath:
         if not offsets:
             return
         self._rewound.update(offsets)
-        for tp in offsets:
-            for m in self._held.pop(tp, ()):
-                self._held_bytes -= _size(m)
-            if tp in self._paused:
-                self._paused.discard(tp)
-                self.source.resume([TopicPartition(*tp)])
-        self._released = [m for m in self._released if (m.topic(), m.partition()) not in offsets]
+        self._drop_held(offsets)
         self.copier.stats = {}
         self.source.incremental_unassign([TopicPartition(t, p) for t, p in offsets])
         epochs = leader_epochs or {}

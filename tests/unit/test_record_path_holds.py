@@ -155,3 +155,24 @@ def test_a_rewind_drops_what_was_held() -> None:
     path.copy(0)
     path.rewind({A: 1})
     assert not path.holding() and not consumer.paused
+
+
+def test_partitions_lost_and_assigned_again_copy_nothing_kept_from_before() -> None:
+    # A lost session (the group took the partitions away) and the same partitions back: they are read
+    # again from their committed offsets. Held or released records of before would be copied out of
+    # order, or twice, and in the cycle at CI's stop they were: "records produced but no source
+    # offset advanced".
+    path, consumer, producer = _path(hold_bytes=100)
+    path.hold_at({A: 2, B: 1})
+    consumer.batches = [[_Msg(A, 1), _Msg(A, 2), _Msg(A, 3), _Msg(B, 1), _Msg(B, 2)]]
+    path.copy(0)
+    path.hold_at({A: 3, B: 1})  # A's record 2 released, not copied yet; B's still held
+    assert consumer.paused, "past the memory bound"
+    produced = len(producer.produced)
+    path.unassign([A, B])
+    assert not path.holding() and not consumer.paused
+    path.hold_at({A: 1, B: 1})  # assigned again, at the committed offsets
+    consumer.batches = [[_Msg(A, 1), _Msg(B, 1)]]
+    path.copy(0)
+    assert producer.produced[produced:] == [], "nothing below the limits came again, nothing of before"
+    assert path.positions({A: 1, B: 1}) == {A: 1, B: 1}
