@@ -57,8 +57,7 @@ from mirror_sink.failover.groups import (
     list_groups,
 )
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader
-from mirror_sink.failover.translation import source_partitions
-from mirror_sink.failover.verify import Record, Verifier, mirrored_by, read_range, watermarks
+from mirror_sink.failover.verify import Record, Verifier, mirrored_partitions, read_range, watermarks
 from mirror_sink.task.source_continuity import stored_at_cut
 
 SCHEMA = "mirror-sink.drill/1"
@@ -112,6 +111,15 @@ class TransactionConsistency:
     def consistent(self) -> bool:
         """Every position was committed at a cut."""
         return self.partitions > 0 and not self.not_at_a_cut
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report's ``source_transactions``."""
+        return {
+            "consistent": self.consistent,
+            "kept_whole_option": self.option,
+            "partitions": self.partitions,
+            "not_at_a_cut": self.not_at_a_cut,
+        }
 
     def describe(self) -> str:
         """One sentence for the report."""
@@ -174,14 +182,7 @@ class DrillReport:
             "outcome": "passed" if self.passed else "failed",
             "failures": self.failures,
             "cut_window_s": round(self.window_s, 3),
-            "source_transactions": None
-            if self.transactions is None
-            else {
-                "consistent": self.transactions.consistent,
-                "kept_whole_option": self.transactions.option,
-                "partitions": self.transactions.partitions,
-                "not_at_a_cut": self.transactions.not_at_a_cut,
-            },
+            "source_transactions": None if self.transactions is None else self.transactions.to_dict(),
             "rpo": {"total": self.totals(), "partitions": [asdict(r) for r in self.rpo]},
             "time_to_ready_s": {k: round(v, 3) for k, v in self.timings_s.items()},
             "time_to_ready_leaves_out": "detecting the disaster, stopping producers, repointing clients",
@@ -307,8 +308,7 @@ class Drill:
 
     def _own(self, index: OffsetIndex) -> dict[tuple[str, int], TargetPartition]:
         """The synced partitions this connector mirrors (the syncs topic is shared per source alias)."""
-        own = mirrored_by(self.config)
-        return {sp: tp for sp, tp in source_partitions(index).items() if own(tp, sp[0])}
+        return mirrored_partitions(self.config, index)
 
     # -- selection and the cut ---------------------------------------------------------------------
     def _select(self, listed: Mapping[str, str]) -> list[str]:

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirror_sink.core.clients import LIBRDKAFKA_LOG
 from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.stable_offsets import Committed, read_stable_commits, read_stable_offsets
+from mirror_sink.core.stable_offsets import Committed, read_stable_commits
 
 #: Group states in which nobody consumes: offsets may be moved.
 IDLE_STATES = frozenset({"EMPTY", "DEAD", "UNKNOWN"})
@@ -92,11 +92,8 @@ def committed_offsets(
     timeout_s: float = 60.0,
 ) -> dict[tuple[str, int], int]:
     """``group``'s committed offsets on ``partitions`` of the ``cluster`` (only those it has), read stable."""
-    consumer = group_member(props, group, client_id)
-    try:
-        return _read_committed(consumer, group, partitions, cluster, timeout_s)
-    finally:
-        consumer.close()
+    commits = committed_with_metadata(props, group, partitions, client_id, cluster, timeout_s=timeout_s)
+    return {tp: c.offset for tp, c in commits.items()}
 
 
 def committed_with_metadata(
@@ -111,12 +108,9 @@ def committed_with_metadata(
     """As ``committed_offsets``, with the metadata committed beside each offset."""
     consumer = group_member(props, group, client_id)
     try:
-        commits = read_stable_commits(consumer, partitions, give_up_after_s=timeout_s)
-    except TaskFailure as exc:
-        raise TaskFailure(f"group {group!r} on the {cluster} cluster: {exc}") from exc
+        return _read_commits(consumer, group, partitions, cluster, timeout_s)
     finally:
         consumer.close()
-    return {tp: c for tp, c in commits.items() if c is not None}
 
 
 def commit_offsets(
@@ -158,7 +152,8 @@ class GroupMembers:
     ) -> dict[tuple[str, int], int]:
         """As ``committed_offsets``: ``group``'s committed offsets on ``partitions``, read stable."""
         with self._member(group) as consumer:
-            return _read_committed(consumer, group, partitions, self._cluster, timeout_s)
+            commits = _read_commits(consumer, group, partitions, self._cluster, timeout_s)
+            return {tp: c.offset for tp, c in commits.items()}
 
     def commit(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
         """As ``commit_offsets``: all of ``offsets`` into ``group`` as a non-member, or none."""
@@ -209,14 +204,14 @@ class GroupMembers:
                 break
 
 
-def _read_committed(
+def _read_commits(
     consumer: Consumer, group: str, partitions: Iterable[tuple[str, int]], cluster: str, timeout_s: float
-) -> dict[tuple[str, int], int]:
+) -> dict[tuple[str, int], Committed]:
     try:
-        offsets = read_stable_offsets(consumer, partitions, give_up_after_s=timeout_s)
+        commits = read_stable_commits(consumer, partitions, give_up_after_s=timeout_s)
     except TaskFailure as exc:
         raise TaskFailure(f"group {group!r} on the {cluster} cluster: {exc}") from exc
-    return {tp: o for tp, o in offsets.items() if o is not None}
+    return {tp: c for tp, c in commits.items() if c is not None}
 
 
 def _commit(consumer: Consumer, group: str, offsets: Mapping[tuple[str, int], int]) -> None:

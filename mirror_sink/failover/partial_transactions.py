@@ -29,6 +29,7 @@ as not checked on those partitions (raise the window to look further).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,8 +44,7 @@ from mirror_sink.core.source_transactions import SourceTransaction, SourceTransa
 from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC
 from mirror_sink.failover.groups import committed_offsets
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader
-from mirror_sink.failover.translation import source_partitions
-from mirror_sink.failover.verify import mirrored_by, watermarks
+from mirror_sink.failover.verify import mirrored_partitions, watermarks
 from mirror_sink.raw.batches import CONTROL_COMMIT, control_type, parse_header, split_batches
 from mirror_sink.raw.wire import WireClient
 
@@ -259,30 +259,24 @@ def check_copy(config: MirrorSinkConfig, *, window: int, client_id: str) -> Tran
         index = reader.catch_up()
     finally:
         reader.close()
-    own = mirrored_by(config)
-    targets = {sp: tp for sp, tp in source_partitions(index).items() if own(tp, sp[0])}
+    targets = mirrored_partitions(config, index)
     shadow = committed_offsets(
         config.target_consumer(), config.shadow_group_id, sorted(targets.values()), client_id, "target"
     )
     positions = {SourcePartition(*sp): shadow[tp] for sp, tp in targets.items() if tp in shadow}
     check_windows: dict[SourcePartition, tuple[int, int]] = {}
     markers: dict[SourcePartition, list[Marker]] = {}
-    ends = assigned_reader(config.source_consumer(), client_id, "read_uncommitted")
-    try:
+    with contextlib.ExitStack() as opened:
+        ends = assigned_reader(config.source_consumer(), client_id, "read_uncommitted")
+        opened.callback(ends.close)
         transactions = _committed_transactions(config, ends, client_id)
-    except BaseException:
-        ends.close()
-        raise
-    wire = WireClient(config.source_consumer(), "source", f"{client_id}-markers", _FETCH_BYTES + (1 << 20))
-    try:
+        wire = WireClient(config.source_consumer(), "source", f"{client_id}-markers", _FETCH_BYTES + (1 << 20))
+        opened.callback(wire.close)
         for tp, position in sorted(positions.items()):
             low, high = watermarks(ends, tp.topic, tp.partition, "source")
             span = (max(low, position - window), min(high, position + window))
             check_windows[tp] = span
             markers[tp] = read_markers(wire, tp, *span)
-    finally:
-        wire.close()
-        ends.close()
     check = find_partial(positions, markers, transactions)
     check.windows = check_windows
     return check

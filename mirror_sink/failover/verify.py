@@ -311,6 +311,12 @@ def mirrored_by(config: MirrorSinkConfig) -> Callable[[TargetPartition, str], bo
     return own
 
 
+def mirrored_partitions(config: MirrorSinkConfig, index: OffsetIndex) -> dict[tuple[str, int], TargetPartition]:
+    """The source partitions the syncs know that this connector mirrors, with their target partitions."""
+    own = mirrored_by(config)
+    return {(index.source_topics[tp], tp.partition): tp for tp in index.partitions if own(tp, index.source_topics[tp])}
+
+
 class Verifier:
     """Verifies one connector's committed mirror through its offset syncs, round after round: each
     round goes on from where the last one ended (``mirror-sink verify`` runs one, from the start)."""

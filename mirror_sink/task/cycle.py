@@ -289,11 +289,12 @@ class Cycle:
                 return
         self.path.hold_at(cuts.limits)
 
-    def _group_cut_records(self) -> list[tuple[tuple[str, SourcePartition], int, AuditRecord]]:
-        """The source groups' positions read at the current cut, when this commit is at that very cut:
-        written in its transaction, so they are visible with the data they match (the ones that moved)."""
+    def _group_cut_records(self, *, reached: bool) -> list[tuple[tuple[str, SourcePartition], int, AuditRecord]]:
+        """The source groups' positions read at the current cut, when this commit is at that very cut
+        (``reached``): written in its transaction, so they are visible with the data they match (the
+        ones that moved)."""
         cuts, where = self.cuts, self.run.config.group_cuts_partition
-        if cuts is None or where is None or cuts.groups_at_cut is None or not cuts.reached(self._positions()):
+        if cuts is None or where is None or cuts.groups_at_cut is None or not reached:
             return []
         cut = cuts.groups_at_cut
         own = self.ownership
@@ -348,7 +349,8 @@ class Cycle:
         epochs.update(self.path.leader_epochs())
         # At the current cut (or nothing of a source transaction since the last one, so the positions
         # are a cut themselves): the offsets say so, for drills and audits. A split commit does not.
-        at_cut = self.cuts is not None and (self.cuts.reached(self._positions()) or not self.path.took_transactional())
+        reached = self.cuts is not None and self.cuts.reached(self._positions())
+        at_cut = self.cuts is not None and (reached or not self.path.took_transactional())
         try:
             # Stored under the target partition: the broker refuses offsets for partitions it lacks.
             targets = [
@@ -360,7 +362,7 @@ class Cycle:
                 for source, offset in offsets.items()
             ]
             spans = [self.plan.span(source, offset) for source, offset in offsets.items()]
-            group_cuts = self._group_cut_records()
+            group_cuts = self._group_cut_records(reached=reached)
             audit = [*self.plan.audit(), *(record for _, _, record in group_cuts)]
             self.committer.commit(targets, self.run.member, own.metadata, spans, audit)
         except AbortCycle as exc:

@@ -34,7 +34,9 @@ from devkafka.data import (
     read_all,
     rec_from_message,
 )
+from mirror_sink.core.errors import Retriable
 from mirror_sink.core.offset_syncs import OffsetSync, offset_syncs_topic
+from mirror_sink.core.retry import retry_call
 
 Unique = Callable[[str], str]  # the `unique` fixture: a base name -> a name no other test uses
 
@@ -604,19 +606,20 @@ _COORDINATOR_MOVING = {
 def commit_group_offsets(bootstrap: Address, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit ``offsets`` for ``group`` as a consumer application would (not a member: no join).
     A coordinator still loading its partition on a busy machine (COORDINATOR_LOAD_IN_PROGRESS, seen
-    in CI) is asked again, as a client would, for up to 30 s."""
+    in CI) is asked again, as a client would, for up to 30 s (the project's retry policy)."""
     consumer = Consumer({**client_settings(bootstrap), "group.id": group, "enable.auto.commit": False})
-    deadline = time.monotonic() + 30
+
+    def attempt() -> None:
+        try:
+            consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.retriable() or err.code() in _COORDINATOR_MOVING:
+                raise Retriable(err.str()) from exc
+            raise
+
     try:
-        while True:
-            try:
-                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-                return
-            except KafkaException as exc:
-                err = exc.args[0]
-                if not (err.retriable() or err.code() in _COORDINATOR_MOVING) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        retry_call(attempt, f"committing offsets of {group}", deadline_s=30, max_delay_s=0.5)
     finally:
         consumer.close()
 
