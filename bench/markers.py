@@ -11,16 +11,24 @@ the client retries (mirror-sink's raw ``TransactionClient``: backoff from 5 ms d
 0.5 s). At 1,000 partitions that wait was 3.5-8 s per commit on a 2-core machine
 (docs/benchmarks.md, "At scale").
 
-For each number P of partitions touched (``--partitions``), ``--transactions`` + 1 transactions
-are written with raw mode's own clients (``WireClient``, ``TransactionClient``,
-``ProducePipeline``), each one small record batch (about 400 bytes) to each of the first P
-partitions of one 1,000-partition topic, then committed. Per commit it measures:
+With transactions version 2 (KIP-890 part 2, the default of Kafka 4.0+ targets) there is no
+AddPartitionsToTxn: the leader adds a partition when its first batch arrives, and refuses that
+batch (CONCURRENT_TRANSACTIONS) while the previous transaction's markers are written. The wait moves
+into the Produce. Both protocols are measured in one run on the same target (``--protocols``).
 
+For each protocol and each number P of partitions touched (``--partitions``), ``--transactions`` +
+1 transactions are written with raw mode's own clients (``WireClient``, ``TransactionClient``,
+``ProducePipeline``), each one small record batch (about 400 bytes) to each of the first P
+partitions of one 1,000-partition topic, then committed. Per transaction it measures:
+
+- ``add``: version 1's AddPartitionsToTxn until accepted, retries included: the previous
+  transaction's marker wait as a client sees it (an upper bound, late by up to one backoff step);
+  0 in version 2;
+- ``produce``: the batches sent until all are acknowledged (in version 2, the marker wait included);
 - ``commit``: the EndTxn call, from outside;
-- ``next add``: the next transaction's AddPartitionsToTxn until accepted, retries included: the
-  marker wait as a client sees it (an upper bound, late by up to one backoff step);
-- ``last refusal``: when the last refused AddPartitionsToTxn answer of that call arrived (a lower
-  bound of the marker wait; 0 when the first attempt was accepted), and how many were refused.
+- ``transaction``: the three together, what a commit cycle pays for its transaction;
+- ``last refusal``: version 1, when the last refused AddPartitionsToTxn answer of the add arrived
+  (a lower bound of the marker wait; 0 when the first attempt was accepted), and how many were refused.
 
 The first transaction of each P only absorbs the previous P's markers and is not counted. Only the
 target cluster is used: without ``--target`` a single local KRaft broker is started under
@@ -80,28 +88,35 @@ class AddPartitionsLog(WireClient):
 
 @dataclass
 class Sample:
-    """One commit and the next transaction's AddPartitionsToTxn, in seconds."""
+    """One transaction, in seconds."""
 
-    produce_s: float  # the transaction's batches sent and acknowledged
+    add_s: float  # version 1's AddPartitionsToTxn until accepted (the previous markers' wait); 0 in version 2
+    produce_s: float  # its batches sent and acknowledged (version 2: the markers' wait included)
     commit_s: float  # EndTxn
-    next_add_s: float  # the next AddPartitionsToTxn until accepted (upper bound of the marker wait)
-    last_refusal_s: float  # when its last refused attempt was answered (lower bound; 0: none refused)
+    last_refusal_s: float  # version 1: when the add's last refused attempt was answered (0: none refused)
     refusals: int
-    at_s: float  # when that next add started, seconds since the producer started (to line up with other load)
+    at_s: float  # when it started, seconds since the producer started (to line up with other load)
+
+    @property
+    def transaction_s(self) -> float:
+        """What the transaction cost its cycle: add, produce and commit."""
+        return self.add_s + self.produce_s + self.commit_s
 
 
 @dataclass
 class Summary:
-    """Median and p90 in milliseconds of one P's samples."""
+    """Median and p90 in milliseconds of one protocol's and P's samples."""
 
+    protocol: int
     partitions: int
     commits: int
+    add_ms: float
     produce_ms: float
     commit_ms: float
     commit_p90_ms: float
-    next_add_ms: float
-    next_add_p90_ms: float
-    next_add_per_partition_ms: float
+    transaction_ms: float
+    transaction_p90_ms: float
+    transaction_per_partition_ms: float
     last_refusal_ms: float
     refusals: float
     samples: list[Sample] = field(default_factory=list)
@@ -113,23 +128,25 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def summarize(partitions: int, samples: Sequence[Sample]) -> Summary:
-    """Medians (and p90s of the commit and the next add) of ``samples``, in ms."""
+def summarize(protocol: int, partitions: int, samples: Sequence[Sample]) -> Summary:
+    """Medians (and p90s of the commit and the whole transaction) of ``samples``, in ms."""
 
     def ms(values: Sequence[float], q: float = 50) -> float:
         return round(1000 * (statistics.median(values) if q == 50 else percentile(values, q)), 2)
 
-    adds = [s.next_add_s for s in samples]
+    totals = [s.transaction_s for s in samples]
     commits = [s.commit_s for s in samples]
     return Summary(
+        protocol=protocol,
         partitions=partitions,
         commits=len(samples),
+        add_ms=ms([s.add_s for s in samples]),
         produce_ms=ms([s.produce_s for s in samples]),
         commit_ms=ms(commits),
         commit_p90_ms=ms(commits, 90),
-        next_add_ms=ms(adds),
-        next_add_p90_ms=ms(adds, 90),
-        next_add_per_partition_ms=round(1000 * statistics.median(adds) / partitions, 3),
+        transaction_ms=ms(totals),
+        transaction_p90_ms=ms(totals, 90),
+        transaction_per_partition_ms=round(1000 * statistics.median(totals) / partitions, 3),
         last_refusal_ms=ms([s.last_refusal_s for s in samples]),
         refusals=statistics.median(s.refusals for s in samples),
         samples=list(samples),
@@ -156,7 +173,7 @@ def small_batch() -> bytes:
 class MarkerBench:
     """One transactional producer on the target, writing transactions over the first P partitions of ``topic``."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, protocol: int) -> None:
         self.topic = topic
         self.wire = AddPartitionsLog(client_settings(bootstrap), "target", "bench-markers", 16 << 20)
         self.txn = TransactionClient(
@@ -164,7 +181,10 @@ class MarkerBench:
             transactional_id=f"bench-markers-{uuid.uuid4().hex[:8]}",
             transaction_timeout_ms=120_000,
             group_id="unused",
+            version=protocol,
         )
+        if self.txn.version != protocol:
+            raise SystemExit(f"the target does not speak transactions version {protocol}")
         self.producer = ProducePipeline(self.wire, self.txn, MemoryBudget(0), request_max_bytes=16 << 20)
         self.batch = small_batch()
         self.started = time.monotonic()
@@ -177,12 +197,13 @@ class MarkerBench:
         """Close the connections (no transaction is left open: each one is committed)."""
         self.producer.close()
 
-    def transaction(self, partitions: int) -> tuple[float, float, int, float, float, float]:
-        """One transaction over partitions 0..P-1: (add s, last refusal s, refusals, produce s, commit s, at s)."""
+    def transaction(self, partitions: int) -> Sample:
+        """One transaction over partitions 0..P-1."""
         tps = [TargetPartition(self.topic, p) for p in range(partitions)]
         self.wire.answers.clear()
         started = time.monotonic()
-        self.txn.add_partitions(tps)
+        if self.txn.version == 1:  # version 2: each partition joins with its first Produce
+            self.txn.add_partitions(tps)
         added = time.monotonic()
         refused = [at for at, was_refused in self.wire.answers if was_refused]
         for tp in tps:  # each send rewrites its batch in place: a copy each
@@ -191,22 +212,24 @@ class MarkerBench:
         produced = time.monotonic()
         self.txn.end(commit=True)
         committed = time.monotonic()
+        if self.txn.epoch_changed:  # version 2: the next transaction writes with EndTxn's new epoch
+            self.txn.epoch_changed = False
+            self.producer.new_epoch()
         self.txn.forget_transaction()
         self.producer.produced = False
-        last_refusal = refused[-1] - started if refused else 0.0
-        at = started - self.started
-        return added - started, last_refusal, len(refused), produced - added, committed - produced, at
+        return Sample(
+            add_s=added - started,
+            produce_s=produced - added,
+            commit_s=committed - produced,
+            last_refusal_s=refused[-1] - started if refused else 0.0,
+            refusals=len(refused),
+            at_s=round(started - self.started, 3),
+        )
 
     def measure(self, partitions: int, commits: int) -> Summary:
-        """``commits`` + 1 transactions over P partitions; each commit paired with the next one's add."""
-        samples: list[Sample] = []
-        previous: tuple[float, float] | None = None  # (produce s, commit s) of the transaction before
-        for _ in range(commits + 1):
-            add_s, last_refusal_s, refusals, produce_s, commit_s, at_s = self.transaction(partitions)
-            if previous is not None:
-                samples.append(Sample(previous[0], previous[1], add_s, last_refusal_s, refusals, round(at_s, 3)))
-            previous = (produce_s, commit_s)
-        return summarize(partitions, samples)
+        """``commits`` + 1 transactions over P partitions; the first only absorbs the markers before it."""
+        self.transaction(partitions)
+        return summarize(self.txn.version, partitions, [self.transaction(partitions) for _ in range(commits)])
 
 
 @contextmanager
@@ -233,15 +256,15 @@ def loadavg() -> str:
 def render(summaries: Sequence[Summary]) -> str:
     """The results as a Markdown table."""
     lines = [
-        "| partitions | commits | produce ms | EndTxn ms (median / p90) | next add ms (median / p90) "
-        "| next add ms per partition | last refusal ms | refusals |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| transactions version | partitions | commits | add ms | produce ms | EndTxn ms (median / p90) "
+        "| transaction ms (median / p90) | per partition ms | version 1's refused adds |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for s in summaries:
         lines.append(
-            f"| {s.partitions} | {s.commits} | {s.produce_ms:.1f} | {s.commit_ms:.1f} / {s.commit_p90_ms:.1f} "
-            f"| {s.next_add_ms:.1f} / {s.next_add_p90_ms:.1f} | {s.next_add_per_partition_ms:.3f} "
-            f"| {s.last_refusal_ms:.1f} | {s.refusals:g} |"
+            f"| {s.protocol} | {s.partitions} | {s.commits} | {s.add_ms:.1f} | {s.produce_ms:.1f} "
+            f"| {s.commit_ms:.1f} / {s.commit_p90_ms:.1f} | {s.transaction_ms:.1f} / {s.transaction_p90_ms:.1f} "
+            f"| {s.transaction_per_partition_ms:.3f} | {s.refusals:g} |"
         )
     return "\n".join(lines)
 
@@ -252,6 +275,9 @@ def main() -> int:
     parser.add_argument("--transactions", type=int, default=20, help="commits measured per partition count")
     parser.add_argument(
         "--partitions", default=",".join(map(str, PARTITIONS)), help="comma-separated partition counts (max 1000)"
+    )
+    parser.add_argument(
+        "--protocols", default="1,2", help="transaction protocol versions to measure, in turn (2 needs a 4.0+ target)"
     )
     parser.add_argument("--target", help="target bootstrap servers (default: a local broker started here)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "markers.json")
@@ -266,17 +292,19 @@ def main() -> int:
     with target_cluster(args.workdir, args.target) as bootstrap:
         topic = f"bench-markers-{int(started)}"
         create_topic(bootstrap, topic, max(PARTITIONS), timeout=180)
-        bench = MarkerBench(bootstrap, topic, max(counts))
-        try:
-            for p in counts:
-                summary = bench.measure(p, args.transactions)
-                print(
-                    f"P={p}: EndTxn {summary.commit_ms:.1f} ms, next add {summary.next_add_ms:.1f} ms (median)",
-                    flush=True,
-                )
-                summaries.append(summary)
-        finally:
-            bench.close()
+        for protocol in (int(v) for v in args.protocols.split(",")):
+            bench = MarkerBench(bootstrap, topic, max(counts), protocol)
+            try:
+                for p in counts:
+                    summary = bench.measure(p, args.transactions)
+                    print(
+                        f"version {protocol}, P={p}: transaction {summary.transaction_ms:.1f} ms, "
+                        f"EndTxn {summary.commit_ms:.1f} ms (median)",
+                        flush=True,
+                    )
+                    summaries.append(summary)
+            finally:
+                bench.close()
     load_after = loadavg()
     table = render(summaries)
     print(table)

@@ -215,11 +215,14 @@ class LocalKafkaCluster:
         heap: str = "768m",
         secured: bool = False,
         membership: Membership | None = None,
+        features: dict[str, int] | None = None,
     ) -> None:
         self.name = name
         self.home = home
         self.jars = jars
         self.broker_config = broker_config or {}
+        #: Feature levels set when the storage is formatted (e.g. ``transaction.version``: 1), else the release's.
+        self.features = features or {}
         self.heap = heap
         self.state = self._load_or_create_state(membership)
         #: TLS material and SCRAM users when the cluster is secured (see ``devkafka.security``).
@@ -326,6 +329,7 @@ class LocalKafkaCluster:
         cmd = self._java_command(
             "kafka.tools.StorageTool", "format", "-t", self.state.cluster_id, "-c", str(props),
             "--ignore-formatted", *(self.security.scram_format_args() if self.security else []),
+            *(arg for name, level in self.features.items() for arg in ("--feature", f"{name}={level}")),
         )  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:

@@ -29,12 +29,19 @@ class DevClusters:
         *,
         secured: bool = False,
         heap: str = "768m",
+        target_features: dict[str, int] | None = None,
     ) -> None:
         self.home = home or data_dir() / "dev-kafka"
         self.jars = jars or KafkaJars.ensure()
         self.clusters = {
             name: LocalKafkaCluster(
-                name, self.home / name, self.jars, broker_config=broker_config, secured=secured, heap=heap
+                name,
+                self.home / name,
+                self.jars,
+                broker_config=broker_config,
+                secured=secured,
+                heap=heap,
+                features=target_features if name == "target" else None,
             )
             for name in CLUSTER_NAMES
         }

@@ -40,9 +40,12 @@ def secured_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluste
     the run, and the StandardAuthorizer (``admin`` is the super user; ``mirror`` gets only its ACLs).
 
     Always local: its brokers need the run's certificates and SCRAM users at format time.
+
+    Its target keeps transactions version 1 (``transaction.version=1``, Kafka 3.x's protocol), so that
+    every secured test also mirrors into a target without KIP-890 part 2; the main pair has version 2.
     """
     home = tmp_path_factory.mktemp("kafka-secured")
-    pair = DevClusters(home, secured=True)
+    pair = DevClusters(home, secured=True, target_features={"transaction.version": 1})
     reap_with_this_process(pattern=f"kafka.logs.dir={home}")
     try:
         pair.up()  # inside: a node that failed to start must not leave the others running

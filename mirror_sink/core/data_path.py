@@ -201,6 +201,10 @@ class DataPath(Protocol):
     #: over transaction markers): an idle task then still commits on its interval to save it.
     positions_move_unseen: bool
 
+    def transaction_version(self) -> int:
+        """The transaction protocol its producer speaks: 2 (KIP-890 part 2: a new epoch per
+        transaction, partitions added by the brokers), 1, or 0 without transactions (at least once)."""
+
     def marker_wait_s(self) -> float:
         """How long the latest transaction waited for the previous one's markers to be written to
         every partition it touched (raw mode; 0 in record mode, where librdkafka hides the wait)."""

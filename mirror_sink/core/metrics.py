@@ -87,6 +87,13 @@ source_transactions_whole = Gauge(
     "__transaction_state readable); 0 while it copies per partition.",
     TASK_LABELS,
 )
+transaction_version = Gauge(
+    "mirror_sink_transaction_version",
+    "The transaction protocol the task's target producer speaks: 2 (KIP-890 part 2: a new producer epoch per "
+    "transaction, partitions added by the brokers; raw mode on a target with transaction.version=2), 1, or 0 "
+    "without transactions (at least once).",
+    TASK_LABELS,
+)
 source_transaction_cuts_total = Counter(
     "mirror_sink_source_transaction_cuts",
     "Keeping source transactions whole: snapshots taken as cuts (outcome=cut), cuts that moved only the "

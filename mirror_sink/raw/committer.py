@@ -73,7 +73,8 @@ class RawCommitter:
         if not self._begun:
             raise TaskFailure("internal error: the data path wrote before the cycle began")
         self._open = True
-        if partitions:
+        # Version 2 has no AddPartitionsToTxn: each partition joins with its first Produce.
+        if partitions and self.transactions.version == 1:
             self.transactions.add_partitions({*partitions, *self._with_syncs})
 
     def commit(
@@ -105,6 +106,7 @@ class RawCommitter:
                 txn.send_offsets(offsets, metadata)
             if txn.in_transaction:
                 txn.end(commit=True)
+                self._take_next_epoch()
         self._end_cycle()
 
     def _send_syncs(self, where: TargetPartition, spans: Sequence[SyncSpan]) -> None:
@@ -127,13 +129,22 @@ class RawCommitter:
                 txn.end(commit=False)
             except (AbortCycle, RecoverableTaskFailure) as exc:
                 log.info("abort of %s not confirmed (%s); a new epoch aborts it", txn.transactional_id, exc)
-        if self.pipeline.produced or txn.partitions:
+        if txn.epoch_changed:  # version 2: the confirmed abort gave the next epoch
+            self._take_next_epoch()
+        elif self.pipeline.produced or txn.partitions:
             self._new_epoch()  # sequences restart at 0 in the new epoch
         self._end_cycle()
 
     def _new_epoch(self) -> None:
         self.transactions.init_producer_id()
+        self.transactions.epoch_changed = False
         self.pipeline.new_epoch()
+
+    def _take_next_epoch(self) -> None:
+        """Version 2: EndTxn gave the next transaction's epoch; sequences restart at 0 with it."""
+        if self.transactions.epoch_changed:
+            self.transactions.epoch_changed = False
+            self.pipeline.new_epoch()
 
     def _end_cycle(self) -> None:
         self.transactions.forget_transaction()

@@ -2,7 +2,7 @@
 
 kafka-python's generated encoder writes a whole request into one buffer (a copy of every batch)
 and then slices the result out of it (another). ``ChunkedProduce`` stands in for its
-``ProduceRequest`` (v8 to v11) at the connection: it encodes the request header and every field
+``ProduceRequest`` (v8 to v12) at the connection: it encodes the request header and every field
 itself and returns ``Chunks``, the small framing byte strings with the batches' own memory between
 them, which ``mirror_sink.raw.send`` writes to the socket with one vectored ``sendmsg``. A
 ``ChunkedProduce`` joined is byte for byte what kafka-python would have sent (tested).
@@ -19,7 +19,7 @@ from kafka.protocol.producer import ProduceRequest
 _PRODUCE = 0
 #: Produce versions with compact (varint) lengths and tagged fields.
 _FLEXIBLE_FROM = 9
-VERSIONS = (8, 11)
+VERSIONS = (8, 12)  # v12 is v11's format (it only means transactions version 2)
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -58,7 +58,7 @@ def _array_length(n: int, compact: bool) -> bytes:
 
 
 class ChunkedProduce:
-    """A Produce request (v8-v11) whose record batches are sent from their own memory.
+    """A Produce request (v8-v12) whose record batches are sent from their own memory.
 
     ``topics`` maps each topic to its (partition, batches) pairs, in request order. The object
     offers what kafka-python's connection and parser use of a request: ``API_KEY``,

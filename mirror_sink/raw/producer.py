@@ -1,17 +1,25 @@
 """The raw produce pipeline: rewritten source batches to the target, many requests in flight.
 
-Produce v8-v11 (v12 on a transaction.version=2 broker would add partitions implicitly; v8-v11 work
-on every broker since Kafka 3.0): one batch per partition per request, many partitions per request,
+Produce v12 on a transaction.version=2 target (the broker adds each partition to the transaction),
+else v8-v11 (every broker since Kafka 3.0): one batch per partition per request, many partitions per request,
 up to five requests in flight per connection and per partition, sequences per partition from 0 for
 each producer epoch. The transaction around it (producer id and epoch, AddPartitionsToTxn, EndTxn)
 is ``transactions.TransactionClient``'s; ``committer.RawCommitter`` drives both for the task's cycles.
 
 Any failed Produce voids the cycle (AbortCycle): the committer bumps the epoch, which resets the
 sequences, and the task rewinds. Nothing partial is ever committed.
+
+One refusal is waited out instead. With transactions version 2 the leader adds a partition to the
+transaction when its first batch arrives, and the coordinator refuses that (CONCURRENT_TRANSACTIONS)
+until the previous transaction's markers are written: version 1's AddPartitionsToTxn wait, moved
+into the Produce. Such a batch was not appended, so it is sent again as it is, after a backoff. To
+keep that safe, a partition's first batch of a transaction travels alone: the partition's later
+batches follow once it is accepted, so none of them can arrive out of sequence behind a refusal.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +41,10 @@ from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import REQUESTS_IN_FLIGHT, NodeId, WireClient, error_name
 
 _MAX_IN_FLIGHT = REQUESTS_IN_FLIGHT
+#: Backoff before a first batch refused for the previous transaction's markers is sent again
+#: (version 1 retried its AddPartitionsToTxn from 5 ms, doubling up to 0.5 s).
+_JOIN_FIRST_DELAY_S = 0.005
+_JOIN_MAX_DELAY_S = 0.2
 #: Compared once per acknowledged batch: a module constant, not an enum attribute lookup.
 _NONE = KafkaErrorCode.NONE
 
@@ -88,7 +100,17 @@ class ProducePipeline:
         self.produced = False
         self.acked_records = 0
         self.offsets: CycleOffsets | None = None
-        self._produce_version = wire.negotiate(ProduceRequest, 8, 11)
+        #: Version 2: partitions whose first batch of the open transaction is not accepted yet, with
+        #: when it may be sent (again) and the backoff after its next refusal.
+        self._joining: dict[TargetPartition, tuple[float, float]] = {}
+        self._adds_itself = transactions.transactional and transactions.version == 2
+        #: Version 2's marker wait (``TransactionClient.marker_wait_s``): from the transaction's first
+        #: refusal for the previous one's markers until its first accepted batch.
+        self._first_refused_at: float | None = None
+        self._joined_once = False
+        # Produce v12 tells a version 2 broker to add the partition to the transaction itself; v8-v11
+        # work on every broker since Kafka 3.0, and a version 1 transaction may not use v12.
+        self._produce_version = 12 if transactions.version == 2 else wire.negotiate(ProduceRequest, 8, 11)
         #: Requests are sent from the batches' own memory when the connections can (mirror_sink.raw.send).
         self._chunked = chunked_send.installed()
 
@@ -97,6 +119,9 @@ class ProducePipeline:
         self._producer_id, self._epoch = self._txn.producer_id, self._txn.epoch
         self._sequence.clear()
         self._per_partition.clear()
+        self._joining.clear()
+        self._first_refused_at = None
+        self._joined_once = False
 
     def send(
         self,
@@ -114,6 +139,8 @@ class ProducePipeline:
         """
         if self._transactional and tp not in self._txn.partitions:
             self._txn.add_partitions([tp])
+            if self._adds_itself:
+                self._joining[tp] = (0.0, _JOIN_FIRST_DELAY_S)
         seq = self._sequence.get(tp, 0)
         rewrite_in_place(
             batch,
@@ -141,6 +168,7 @@ class ProducePipeline:
         every partition it leads (a partition may have five requests in flight)."""
         by_node: dict[NodeId, dict[TargetPartition, _Outgoing]] = {}
         nodes_busy: dict[NodeId, int] = {}
+        now = time.monotonic() if self._joining else 0.0
         for r in self._in_flight:
             nodes_busy[r.node] = nodes_busy.get(r.node, 0) + 1
         while True:
@@ -149,6 +177,9 @@ class ProducePipeline:
             for tp, queue in self._outgoing.items():
                 if not queue or self._per_partition.get(tp, 0) >= _MAX_IN_FLIGHT:
                     continue
+                joining = self._joining.get(tp) if self._joining else None
+                if joining is not None and (self._per_partition.get(tp, 0) or now < joining[0]):
+                    continue  # a first batch of the transaction goes alone, once its backoff passed
                 leader = self.wire.leader(*tp)
                 if leader is None or nodes_busy.get(leader, 0) >= _MAX_IN_FLIGHT:
                     continue
@@ -213,9 +244,11 @@ class ProducePipeline:
         results = {(t.name, p.index): p for t in request.future.value.responses for p in t.partition_responses}
         problems: list[Exception] = []
         for tp, out in request.entries.items():
-            self._budget.give_back(out.charge)
             result = results.get(tp)
             code = result.error_code if result is not None else KafkaErrorCode.UNKNOWN_SERVER_ERROR
+            if self._joining and tp in self._joining and self._join_refused(tp, out, code):
+                continue  # sent again after its backoff, still charged to the budget
+            self._budget.give_back(out.charge)
             if code == _NONE:
                 self.acked_records += out.records
                 if self.offsets is not None and out.sources is not None:
@@ -248,6 +281,24 @@ class ProducePipeline:
                 problems.append(AbortCycle(f"produce to {where}: {detail}"))
         return problems
 
+    def _join_refused(self, tp: TargetPartition, out: _Outgoing, code: int) -> bool:
+        """Version 2, ``tp``'s first batch of the transaction answered ``code``: True when it is queued
+        to be sent again (the coordinator was still writing the previous transaction's markers)."""
+        now = time.monotonic()
+        if code != KafkaErrorCode.CONCURRENT_TRANSACTIONS:
+            del self._joining[tp]  # accepted (the partition is in the transaction), or a real error
+            if code == _NONE and not self._joined_once:  # the transaction's first: the markers are done
+                self._joined_once = True
+                first, self._first_refused_at = self._first_refused_at, None
+                self._txn.marker_wait_s = 0.0 if first is None else now - first
+            return False
+        if self._first_refused_at is None:
+            self._first_refused_at = now
+        delay = self._joining[tp][1]
+        self._joining[tp] = (now + delay, min(2 * delay, _JOIN_MAX_DELAY_S))
+        self._outgoing.setdefault(tp, deque()).appendleft(out)
+        return True
+
     def flush(self) -> None:
         """Send everything queued and wait until all of it is acknowledged."""
         self._wait_in_flight(raise_errors=True)
@@ -268,7 +319,7 @@ class ProducePipeline:
         while self._in_flight or (raise_errors and any(self._outgoing.values())):
             if raise_errors:
                 self.pump()
-            self.wire.poll(0.05)
+            self.wire.poll(0.05 if self._in_flight or not self._joining else _JOIN_FIRST_DELAY_S)
             try:
                 self.reap()
             except (AbortCycle, RecoverableTaskFailure, TaskFailure):

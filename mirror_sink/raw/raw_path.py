@@ -228,8 +228,13 @@ class RawPath:
     #: Every position move (past control batches and aborted ranges too) is a taken item, which opens the cycle.
     positions_move_unseen = False
 
+    def transaction_version(self) -> int:
+        """2 on a target with transactions version 2 finalized, else 1; 0 without transactions."""
+        return self.transactions.version if self.transactions.transactional else 0
+
     def marker_wait_s(self) -> float:
-        """The latest transaction's wait for the previous one's markers (its first AddPartitionsToTxn)."""
+        """The latest transaction's wait for the previous one's markers: its first AddPartitionsToTxn
+        (version 1), or its first batches' refusals (version 2)."""
         return self.transactions.marker_wait_s
 
     def fetch_sessions(self) -> FetchSessionCounts:

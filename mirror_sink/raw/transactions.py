@@ -4,6 +4,13 @@
     per cycle: AddPartitionsToTxn before a partition's first Produce; AddOffsetsToTxn and
     TxnOffsetCommit with the owning member's generation (KIP-447 fencing); EndTxn.
 
+With transactions version 2 (KIP-890 part 2: ``transaction.version=2`` finalized on the target, the
+default of Kafka 4.0+), the brokers add partitions and the shadow group to the transaction
+themselves as Produce v12 and TxnOffsetCommit v5 reach them, so neither AddPartitionsToTxn nor
+AddOffsetsToTxn is sent; EndTxn v5 ends every transaction, committed or aborted, with a new epoch
+(or, when the epoch is exhausted, a new producer id), so a late write of an ended transaction is
+fenced rather than joining the next one. Against a version 1 target nothing changes.
+
 Each request is retried under the one retry policy while the coordinator loads, moves or is busy,
 up to the transaction timeout. What an error code means decides what the caller sees: a fenced
 epoch is a RecoverableTaskFailure (new clients), a rebalanced group an AbortCycle, anything no
@@ -25,6 +32,7 @@ from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     InitProducerIdRequest,
+    ProduceRequest,
     TxnOffsetCommitRequest,
 )
 
@@ -80,14 +88,21 @@ _MOVES: dict[TransactionState, frozenset[TransactionState]] = {
 
 class TransactionClient:
     """The producer id and epoch of one task's target producer, and its open transaction's state and
-    contents. ``RawCommitter`` alone opens, commits and aborts it.
+    contents. ``RawCommitter`` alone opens, commits and aborts it. ``version``: the transaction
+    protocol to speak at most (None: the highest the target has).
 
     Without a transactional.id it only takes an idempotent producer id (at least once); the
     transaction requests are then never sent.
     """
 
     def __init__(
-        self, wire: WireClient, *, transactional_id: str | None, transaction_timeout_ms: int, group_id: str
+        self,
+        wire: WireClient,
+        *,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        group_id: str,
+        version: int | None = None,
     ) -> None:
         self.wire = wire
         self.transactional_id = transactional_id
@@ -106,15 +121,21 @@ class TransactionClient:
         self.offsets_added = False
         self._coordinators = CoordinatorRequests(wire, transactional_id, group_id, transaction_timeout_ms)
         self._request = self._coordinators.request
-        self._end_txn_version = wire.negotiate(EndTxnRequest, 3, 4)
-        for request, version in (
+        #: The transaction protocol spoken: 2 (KIP-890 part 2) where the target has it finalized, else 1.
+        #: (``version=1`` forces version 1 on any target, for comparing the two in ``bench.markers``.)
+        self.version = min(version or 2, transaction_version(wire)) if self.transactional else 1
+        self._end_txn_version = 5 if self.version == 2 else wire.negotiate(EndTxnRequest, 3, 4)
+        self._offset_commit_version = 5 if self.version == 2 else 3
+        for request, fixed in (
             (InitProducerIdRequest, 4),
             (AddPartitionsToTxnRequest, 3),  # v4+ is broker to broker
             (AddOffsetsToTxnRequest, 3),
-            (TxnOffsetCommitRequest, 3),
             (FindCoordinatorRequest, 4),
         ):
-            wire.negotiate(request, version, version)
+            wire.negotiate(request, fixed, fixed)
+        wire.negotiate(TxnOffsetCommitRequest, self._offset_commit_version, self._offset_commit_version)
+        #: Set when EndTxn gave a new producer id or epoch (version 2): the pipeline restamps from it.
+        self.epoch_changed = False
 
     @property
     def transactional(self) -> bool:
@@ -172,11 +193,20 @@ class TransactionClient:
         )
 
     def add_partitions(self, tps: Iterable[TargetPartition]) -> None:
-        """Register partitions with the transaction before their first Produce (one request for many)."""
+        """Register partitions with the transaction before their first Produce (one request for many).
+
+        Version 2: the leader adds each partition as its first Produce arrives; the transaction is
+        open from here on, as the Java producer counts it (its EndTxn ends it even if no Produce
+        reached a broker).
+        """
         if not self.transactional:
             return
         todo = [tp for tp in tps if tp not in self.partitions]
         if not todo:
+            return
+        if self.version == 2:
+            self._transition_to(TransactionState.IN_TRANSACTION)
+            self.partitions.update(todo)
             return
         first = not self.partitions
         started = time.monotonic()
@@ -217,7 +247,11 @@ class TransactionClient:
         (UNKNOWN_SERVER_ERROR; 10,000 partitions made 1.2 MB). The transaction makes them one commit.
         """
         if not self.offsets_added:
-            self._add_offsets()
+            if self.version == 2:  # the group coordinator adds the group with the first TxnOffsetCommit
+                self._transition_to(TransactionState.IN_TRANSACTION)
+                self.offsets_added = True
+            else:
+                self._add_offsets()
         for start in range(0, len(offsets), OFFSETS_PER_REQUEST):
             part = offsets[start : start + OFFSETS_PER_REQUEST]
             self._commit_offsets(part, metadata.generation, metadata.member_id, metadata.instance_id)
@@ -241,7 +275,7 @@ class TransactionClient:
             "TxnOffsetCommit",
             self._coordinators.group_coordinator,
             lambda: t(
-                version=3,
+                version=self._offset_commit_version,
                 transactional_id=self.transactional_id,
                 group_id=self.group_id,
                 producer_id=self.producer_id,
@@ -273,9 +307,13 @@ class TransactionClient:
         self.offsets_added = True
 
     def end(self, *, commit: bool) -> None:
-        """EndTxn: commit or abort the open transaction (READY once the coordinator confirmed it)."""
+        """EndTxn: commit or abort the open transaction (READY once the coordinator confirmed it).
+
+        Version 2: the answer carries the epoch (or producer id) of the next transaction, and
+        ``epoch_changed`` is set for the pipeline to stamp its batches with it.
+        """
         self._transition_to(TransactionState.COMMITTING if commit else TransactionState.ABORTING)
-        self._request(
+        response = self._request(
             "commit" if commit else "abort",
             "EndTxn",
             self._coordinators.txn_coordinator,
@@ -289,6 +327,37 @@ class TransactionClient:
             lambda r: int(r.error_code),
         )
         self._transition_to(TransactionState.READY)
+        if self.version == 2:
+            self._take_next_epoch(int(response.producer_id), int(response.producer_epoch))
+
+    def _take_next_epoch(self, producer_id: int, epoch: int) -> None:
+        """Version 2's EndTxn answer: the producer id and epoch the next transaction writes with."""
+        if producer_id < 0 or epoch < 0:
+            raise TaskFailure(
+                f"internal error: EndTxn v5 for {self.transactional_id} gave no next epoch "
+                f"(producer id {producer_id}, epoch {epoch})"
+            )
+        if producer_id != self.producer_id:  # the epoch was exhausted: the coordinator gave a new id
+            log.info(
+                "producer %s: epoch %d exhausted, the coordinator gave producer id %d epoch %d",
+                self.transactional_id,
+                self.epoch,
+                producer_id,
+                epoch,
+            )
+        self.producer_id, self.epoch = producer_id, epoch
+        self.epoch_changed = True
+
+
+def transaction_version(wire: WireClient) -> int:
+    """2 when the cluster has ``transaction.version`` 2+ finalized and its brokers speak the requests
+    that carry it (Produce v12, EndTxn v5, TxnOffsetCommit v5), else 1."""
+    if wire.finalized_feature("transaction.version") < 2:
+        return 1
+    for request, version in ((ProduceRequest, 12), (EndTxnRequest, 5), (TxnOffsetCommitRequest, 5)):
+        if wire.negotiate_or_none(request, version, version) is None:
+            return 1
+    return 2
 
 
 class CoordinatorRequests:

@@ -18,9 +18,10 @@ import kafka.errors as kerr
 from kafka.future import Future
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.api_header import ResponseClassRegistry
-from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
+from mirror_sink import __version__
 from mirror_sink.core.authorization import AuthorizationFailure, denial
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
@@ -138,6 +139,28 @@ class WireClient:
                 "which raw mode needs (Kafka 3.0 or later)"
             )
         return version
+
+    def finalized_feature(self, name: str) -> int:
+        """The cluster-wide finalized level of feature ``name`` (KIP-584), as a broker's ApiVersions
+        answer gives it; 0 when the feature is not finalized (or the broker predates features)."""
+        if self.negotiate_or_none(ApiVersionsRequest, 3, 4) is None:
+            return 0
+        # kafka-python picks the version itself (ApiVersions answers in a v0 header): only its floor is ours.
+        request = ApiVersionsRequest(
+            client_software_name="mirror-sink", client_software_version=__version__, min_version=3
+        )
+        response = self.call(self.any_node(), request, "ApiVersions")
+        for feature in response.finalized_features or ():
+            if feature.name == name:
+                return int(feature.max_version_level)
+        return 0
+
+    def negotiate_or_none(self, request_class: Any, lowest: int, highest: int) -> int | None:
+        """Like ``negotiate``, but None where the brokers speak no version in [lowest, highest]."""
+        try:
+            return self.negotiate(request_class, lowest, highest)
+        except RawUnsupported:
+            return None
 
     # -- metadata -------------------------------------------------------------------------------
     def leader(self, topic: str, partition: int) -> int | None:

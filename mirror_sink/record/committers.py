@@ -199,9 +199,18 @@ class TransactionalCommitter(_CommitterBase):
     """
 
     def __init__(
-        self, producer: Producer, deliveries: DeliveryTracker, timeout_s: float, sync_topic: str | None = None
+        self,
+        producer: Producer,
+        deliveries: DeliveryTracker,
+        timeout_s: float,
+        sync_topic: str | None = None,
+        renew: Callable[[], Producer] | None = None,
     ) -> None:
         super().__init__(producer, deliveries, timeout_s)
+        #: A new producer in place of this one (the path swaps it in everywhere it is used).
+        self._renew = renew
+        #: An open transaction was aborted: the next one starts on a new producer, with a new epoch.
+        self._renew_before_next = False
         self._refused: Callable[[KafkaError], Exception | None] | None = self._refusal if deliveries.identity else None
         self._offset_topics: list[str] = []
         #: Every topic the cycle's transaction writes: its data topics, the offset syncs, the audit records.
@@ -244,8 +253,18 @@ class TransactionalCommitter(_CommitterBase):
         )
 
     def begin(self) -> None:
-        """Begin the cycle's transaction if it is not begun yet (local to librdkafka: no request)."""
+        """Begin the cycle's transaction if it is not begun yet (local to librdkafka: no request).
+
+        After an aborted transaction it first takes a new producer and epoch, as transactions version
+        2 (KIP-890) does on the broker for clients that speak it: librdkafka keeps the epoch through
+        an abort, so a late write of the aborted transaction could otherwise join this one.
+        """
         if not self._begun:
+            if self._renew_before_next and self._renew is not None:
+                self.producer = self._renew()
+                self.start()  # init_transactions: a new epoch, the old producer fenced
+                log.info("a new target producer epoch after the aborted transaction")
+            self._renew_before_next = False
             _call("begin_transaction", self.producer.begin_transaction, self.timeout_s)
             self._begun = True
 
@@ -336,6 +355,7 @@ class TransactionalCommitter(_CommitterBase):
             finally:
                 self.deliveries.aborting = False
             self._begun = self._open = False
+            self._renew_before_next = True
         self.deliveries.forget_offsets()
         self.deliveries.raise_if_fatal()
         self.deliveries.take()

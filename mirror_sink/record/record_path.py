@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -41,15 +41,19 @@ class RecordPath:
         syncs = settings.sync_partition
         identity = ClientIdentity("target", settings.target_props, settings.transactional_id, settings.group_id)
         deliveries = DeliveryTracker(track_offsets=syncs is not None, identity=identity)
-        producer = clients.target_producer(
-            {**settings.target_props, "on_delivery": deliveries},
-            client_id=f"{settings.client_id}-producer",
-            transactional_id=settings.transactional_id,
-            transaction_timeout_ms=settings.transaction_timeout_ms,
-        )
+
+        def new_producer() -> Producer:
+            return clients.target_producer(
+                {**settings.target_props, "on_delivery": deliveries},
+                client_id=f"{settings.client_id}-producer",
+                transactional_id=settings.transactional_id,
+                transaction_timeout_ms=settings.transaction_timeout_ms,
+            )
+
         return cls(
             source,
-            producer=producer,
+            producer=new_producer(),
+            new_producer=new_producer,
             deliveries=deliveries,
             transactional=settings.transactional_id is not None,
             timeout_s=settings.transaction_timeout_ms / 1000,
@@ -65,6 +69,7 @@ class RecordPath:
         producer: Producer,
         deliveries: DeliveryTracker,
         transactional: bool,
+        new_producer: Callable[[], Producer] | None = None,
         timeout_s: float,
         log: Log,
         sync_topic: str | None = None,
@@ -72,8 +77,16 @@ class RecordPath:
     ) -> None:
         self.source = source
         self.producer = producer
+        self.transactional = transactional
+        self._new_producer = new_producer
         self.committer: Committer = (
-            TransactionalCommitter(producer, deliveries, timeout_s, sync_topic)
+            TransactionalCommitter(
+                producer,
+                deliveries,
+                timeout_s,
+                sync_topic,
+                renew=self._renew_producer if new_producer is not None else None,
+            )
             if transactional
             else AtLeastOnceCommitter(producer, deliveries, timeout_s)
         )
@@ -301,6 +314,10 @@ class RecordPath:
     #: librdkafka's position steps over transaction markers without returning a message.
     positions_move_unseen = True
 
+    def transaction_version(self) -> int:
+        """1 (librdkafka has no client side of KIP-890 part 2 yet); 0 without transactions."""
+        return 1 if self.transactional else 0
+
     def marker_wait_s(self) -> float:
         """0: librdkafka retries AddPartitionsToTxn inside its produce path, out of sight."""
         return 0.0
@@ -316,6 +333,18 @@ class RecordPath:
     def describe(self) -> str:
         """For progress logs."""
         return "record mode"
+
+    def _renew_producer(self) -> Producer:
+        """A new target producer in place of the current one, for the committer to initialize (a new
+        epoch): the old one, its transaction aborted, is flushed and dropped."""
+        assert self._new_producer is not None
+        old, self.producer = self.producer, self._new_producer()
+        self.copier.producer = self.producer
+        try:
+            old.flush(0)
+        except Exception as exc:  # only the new producer matters now
+            self.log.debug("flushing the replaced target producer: %s", exc)
+        return self.producer
 
     def close(self, *, abandon: bool = False) -> None:
         """Flush the producer, or keep it alive unused when a librdkafka call may still be blocked

@@ -90,6 +90,7 @@ class Cycle:
         self.counters = counters
         cfg = run.config
         self.metrics = TaskMetrics(cfg.name, task_id, cfg.source_alias, cfg.target_alias)
+        self.metrics.transaction_version(run.path.transaction_version())
         self._rebalances_seen = 0
         self.log = run.log
         self.committer = run.committer

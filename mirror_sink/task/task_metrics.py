@@ -31,10 +31,15 @@ class TaskMetrics:
         self._recreations = m.topic_recreations_total.labels(*labels)  # 0 until a recreation is continued
         self._whole = m.source_transactions_whole.labels(*labels)
         self._spanning = m.source_transactions_spanning.labels(*labels)
+        self._version = m.transaction_version.labels(*labels)
         self._cut_counts: dict[str, int] = {}
         self._batches: dict[str, int] = {}
         self._fetches: dict[tuple[str, str], int] = {}
         self._cycle_started: float | None = None
+
+    def transaction_version(self, version: int) -> None:
+        """The transaction protocol the task's producer speaks (2, 1, or 0 without transactions)."""
+        self._version.set(version)
 
     def read(self, records: int) -> None:
         """Records the cycle took from the source."""
@@ -97,6 +102,7 @@ class TaskMetrics:
         """The task's run ended (stopped, paused, failed): its gauges must not show a live task."""
         self._partitions.set(0)
         self._whole.set(0)
+        self._version.set(0)
         for kind in path.memory():
             m.memory_budget_bytes.labels(*self._labels, kind).set(0)
         if path.fetch_sessions() is not None:

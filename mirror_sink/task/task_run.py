@@ -70,7 +70,8 @@ class TaskRun:
             undo.pop_all()
         self.committer: Committer = self.path.committer
         guarantee = (
-            f"exactly-once, transactional.id {self.transactional_id}"
+            f"exactly-once, transactional.id {self.transactional_id}, "
+            f"transactions version {self.path.transaction_version()}"
             if self.transactional_id
             else "at-least-once (idempotent producer)"
         )

@@ -27,7 +27,7 @@ from devkafka.data import create_topic
 from devkafka.jars import KafkaJars
 from devkafka.link import Link, add_linked_listener
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import TransactionalLoad, Unique, mirror_config, wait_until
+from tests.integration.harness import TransactionalLoad, Unique, committed_data_batches, mirror_config, wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide
 
 pytestmark = pytest.mark.timeout(600)
@@ -142,6 +142,20 @@ def test_exactly_once_after_the_target_and_then_the_source_were_unreachable_past
     run.check(codes)
     for m in mirrors:
         assert "task FAILED" not in logs[m.mode], logs[m.mode][-3000:]
+        _assert_a_new_epoch_after_the_cut(target, m)
+
+
+def _assert_a_new_epoch_after_the_cut(target: _Linked, mirror: LoadedMirror) -> None:
+    """The transaction the target cut left open was aborted, and what came after it was written with
+    a newer epoch (record mode too, where librdkafka speaks transactions version 1): a late write of
+    the aborted transaction cannot have joined a later one."""
+    for topic, partition in mirror.partitions:
+        stamps = [
+            (int.from_bytes(b[43:51], "big"), int.from_bytes(b[51:53], "big"))  # producer id, producer epoch
+            for b in committed_data_batches(target.bootstrap_servers, topic, partition)
+        ]
+        assert stamps == sorted(stamps), f"{mirror.mode} {topic}-{partition}: epochs went back: {stamps}"
+        assert stamps[-1] > stamps[0], f"{mirror.mode} {topic}-{partition}: one epoch through the cut: {stamps[0]}"
 
 
 def test_sigterm_is_honoured_within_seconds_while_the_target_does_not_answer_and_nothing_is_lost(

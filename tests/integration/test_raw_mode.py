@@ -280,3 +280,36 @@ def test_auto_mode_turns_to_record_mode_when_the_source_s_batches_are_tiny(
     assert "mirror.mode=auto switches to record mode: the first" in log, proc.log_tail()
     assert log.index("starting in raw mode") < log.index("starting in record mode"), "raw first, then record"
     assert "task FAILED" not in log and "recreating the task's clients" not in log
+
+
+def test_on_a_version_2_target_each_transaction_writes_with_an_epoch_of_its_own(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    """Transactions version 2 (KIP-890 part 2) on the wire: no AddPartitionsToTxn, and each EndTxn
+    gives the next transaction a new epoch, so no late write of an ended transaction can join the next."""
+    name, topic = unique("txv2"), unique("txv2")
+    create_topic(source.bootstrap_servers, topic, 2)
+    config = mirror_config(name, source, target, topic, **RAW, **{"transaction.boundary.interval.ms": "100"})
+    proc = mirror(config).start()
+    group = f"connect-{name}"
+    try:
+        for round_ in range(6):  # separate source commits, far enough apart to be separate cycles
+            produce_transactions(
+                source.bootstrap_servers,
+                topic,
+                [([Rec(f"k{round_}-{i}".encode(), b"v" * 100, partition=i % 2) for i in range(20)], True)],
+                ProduceSpec(transactional_id=unique("tx")),
+            )
+            wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 60, "a round")
+        assert_exact_mirror(source, topic, target, f"source.{topic}", group)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    assert "transactions version 2" in proc.log_text(), proc.log_tail()
+    for p in range(2):
+        stamps = [
+            (int.from_bytes(b[43:51], "big"), int.from_bytes(b[51:53], "big"))  # producer id, producer epoch
+            for b in committed_data_batches(target.bootstrap_servers, f"source.{topic}", p)
+        ]
+        assert len({pid for pid, _ in stamps}) == 1, f"one task, one producer id: {stamps}"
+        epochs = [epoch for _, epoch in stamps]
+        assert epochs == sorted(epochs) and len(set(epochs)) >= 6, f"partition {p}: an epoch per transaction: {epochs}"

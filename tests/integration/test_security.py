@@ -71,6 +71,7 @@ def test_mirrors_exactly_over_tls_with_only_the_listed_acls(
     assert_exact_mirror(src, topic, tgt, target_topic, f"connect-{name}")
     process.stop()
     assert f"starting in {expected_mode} mode" in process.log_text()
+    assert "transactions version 1" in process.log_text(), "this target keeps transaction.version=1"
     assert "falls back" not in process.log_text()
 
 

@@ -16,14 +16,15 @@ def test_percentile_is_nearest_rank() -> None:
 
 
 def test_summary_in_milliseconds_and_per_partition() -> None:
-    samples = [Sample(0.01, 0.002 * i, 0.1 * i, 0.05 * i, i, float(i)) for i in range(1, 11)]
-    s = summarize(100, samples)
-    assert s.commits == 10
+    samples = [Sample(0.1 * i, 0.01, 0.002 * i, 0.05 * i, i, float(i)) for i in range(1, 11)]
+    s = summarize(1, 100, samples)
+    assert (s.protocol, s.commits) == (1, 10)
     assert s.commit_ms == 11.0  # median of 2..20 ms
     assert s.commit_p90_ms == 18.0
-    assert s.next_add_ms == 550.0
-    assert s.next_add_p90_ms == 900.0
-    assert s.next_add_per_partition_ms == 5.5
+    assert s.add_ms == 550.0
+    assert s.transaction_ms == 571.0  # 550 + 10 + 11
+    assert s.transaction_p90_ms == 928.0  # the ninth: 900 + 10 + 18
+    assert s.transaction_per_partition_ms == 5.71
     assert s.last_refusal_ms == 275.0
     assert s.refusals == 5.5
     assert s.produce_ms == 10.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import time
 from collections.abc import Iterable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -37,7 +38,8 @@ Answer = Any | Exception
 class FakeWire:
     """The target cluster: canned answers per API for blocking calls, futures for Produce requests."""
 
-    def __init__(self, **answers: Iterator[Answer]) -> None:
+    def __init__(self, transaction_version: int = 1, **answers: Iterator[Answer]) -> None:
+        self.transaction_version = transaction_version
         self.answers = answers
         self.calls: list[tuple[NodeId, str, Any]] = []
         self.produced: list[tuple[NodeId, Any, Future]] = []
@@ -46,6 +48,13 @@ class FakeWire:
 
     def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
         return highest
+
+    def negotiate_or_none(self, request_class: object, lowest: int, highest: int) -> int | None:
+        return highest
+
+    def finalized_feature(self, name: str) -> int:
+        assert name == "transaction.version"
+        return self.transaction_version
 
     def denied(
         self, code: int, operation: str, resources: Iterable[str], implied_by: str | None = None
@@ -139,9 +148,12 @@ def _batch(records: int) -> memoryview:
 
 
 def _raw(
-    transactional_id: str | None = "tx-1", **answers: Iterator[Answer]
+    transactional_id: str | None = "tx-1", transaction_version: int = 1, **answers: Iterator[Answer]
 ) -> tuple[FakeWire, RawCommitter, ProducePipeline, MemoryBudget]:
-    wire = FakeWire(InitProducerId=iter(_code(0, producer_id=40 + i, producer_epoch=i) for i in itertools.count()))
+    wire = FakeWire(
+        transaction_version,
+        InitProducerId=iter(_code(0, producer_id=40 + i, producer_epoch=i) for i in itertools.count()),
+    )
     wire.answers.update(answers)
     budget = MemoryBudget(1 << 20)
     txn = _client(wire, transactional_id)
@@ -399,3 +411,144 @@ def test_a_member_commit_failure_voids_the_cycle() -> None:
     with pytest.raises(AbortCycle, match="offset commit to the shadow group failed"):
         committer.commit([TopicPartition("orders", 0, 2)], member, METADATA)  # type: ignore[arg-type]
     assert committer.open, "still open: the task aborts it"
+
+
+# -- transactions version 2 (KIP-890 part 2) --------------------------------------------------------
+_OFFSETS_OK = SimpleNamespace(topics=[SimpleNamespace(partitions=[_code(0)])])
+
+
+def _stamp(batch: memoryview) -> tuple[int, int, int]:
+    header = parse_header(batch)
+    return header.producer_id, header.producer_epoch, int.from_bytes(batch[53:57], "big")
+
+
+def test_version_2_adds_nothing_itself_and_each_commit_gives_the_next_epoch() -> None:
+    wire, committer, pipeline, _ = _raw(
+        transaction_version=2,
+        TxnOffsetCommit=_always(_OFFSETS_OK),
+        EndTxn=iter([_code(0, producer_id=40, producer_epoch=1), _code(0, producer_id=40, producer_epoch=2)]),
+    )
+    assert committer.transactions.version == 2
+    for expected_epoch in (0, 1):
+        committer.begin()
+        committer.enlist([T0])
+        first, second = _batch(2), _batch(1)
+        pipeline.send(T0, first, 2, 0, 0)
+        pipeline.send(T0, second, 1, 0, 2)
+        assert [_stamp(first), _stamp(second)] == [(40, expected_epoch, 0), (40, expected_epoch, 2)]
+        committer.commit([TopicPartition("orders.copy", 0, 3)], None, METADATA)  # type: ignore[arg-type]
+    assert wire.apis() == ["InitProducerId", "TxnOffsetCommit", "EndTxn", "TxnOffsetCommit", "EndTxn"], (
+        "no AddPartitionsToTxn or AddOffsetsToTxn: the brokers add them"
+    )
+    assert {wire.calls[i][2].API_VERSION for i in (1, 2)} == {5}, "TxnOffsetCommit v5 and EndTxn v5"
+    assert {r.API_VERSION for _, r, _ in wire.produced} == {12}, "Produce v12 asks the leader to add the partition"
+    again = _batch(1)
+    committer.begin()
+    pipeline.send(T0, again, 1, 0, 3)
+    assert _stamp(again) == (40, 2, 0), "the second commit's epoch, sequences from 0"
+
+
+def test_version_2_aborts_into_the_next_epoch_and_takes_a_new_id_only_when_the_abort_is_unconfirmed() -> None:
+    wire, committer, pipeline, _ = _raw(
+        transaction_version=2,
+        EndTxn=iter([_code(0, producer_id=40, producer_epoch=1), _code(51)] + [_code(51)] * 400),
+    )
+    committer.begin()
+    pipeline.send(T0, _batch(2), 2, 0, 0)
+    committer.abort()
+    assert wire.apis() == ["InitProducerId", "EndTxn"], "a confirmed abort needs no InitProducerId"
+    assert not wire.calls[1][2].committed
+    batch = _batch(1)
+    committer.begin()
+    pipeline.send(T0, batch, 1, 0, 0)
+    assert _stamp(batch) == (40, 1, 0)
+    committer.transactions.transaction_timeout_ms = 50  # CONCURRENT_TRANSACTIONS until given up
+    committer.transactions._coordinators.timeout_ms = 50
+    committer.abort()
+    assert wire.apis()[-1] == "InitProducerId", "an unconfirmed abort is ended by a new epoch"
+    batch = _batch(1)
+    committer.begin()
+    pipeline.send(T0, batch, 1, 0, 0)
+    assert _stamp(batch) == (41, 1, 0)
+
+
+def test_version_2_follows_the_coordinator_to_a_new_producer_id_when_the_epoch_is_exhausted() -> None:
+    _, committer, pipeline, _ = _raw(
+        transaction_version=2,
+        TxnOffsetCommit=_always(_OFFSETS_OK),
+        EndTxn=iter([_code(0, producer_id=77, producer_epoch=0)]),
+    )
+    committer.transactions.epoch = 32766
+    pipeline.new_epoch()
+    committer.begin()
+    pipeline.send(T0, _batch(1), 1, 0, 0)
+    committer.commit([TopicPartition("orders.copy", 0, 1)], None, METADATA)  # type: ignore[arg-type]
+    batch = _batch(1)
+    committer.begin()
+    pipeline.send(T0, batch, 1, 0, 1)
+    assert _stamp(batch) == (77, 0, 0)
+
+
+def test_version_2_ends_no_transaction_that_wrote_nothing() -> None:
+    wire, committer, _, _ = _raw(transaction_version=2)
+    committer.begin()
+    committer.enlist([T0])
+    committer.commit([], None, METADATA)  # type: ignore[arg-type]
+    committer.begin()
+    committer.enlist([T0])
+    committer.abort()
+    assert wire.apis() == ["InitProducerId"], "enlisting alone reaches no broker in version 2"
+
+
+def test_version_1_is_spoken_where_the_target_has_no_version_2_or_it_is_asked_for() -> None:
+    assert _raw(transaction_version=1)[1].transactions.version == 1
+    wire = FakeWire(2)
+    forced = TransactionClient(
+        wire,  # type: ignore[arg-type]
+        transactional_id="tx-1",
+        transaction_timeout_ms=1000,
+        group_id="shadow",
+        version=1,
+    )
+    assert forced.version == 1
+    assert _raw(transactional_id=None, transaction_version=2)[1].transactions.version == 1, "no transactions at all"
+
+
+def test_version_2_sends_a_first_batch_alone_and_again_while_the_previous_markers_are_written() -> None:
+    wire, committer, pipeline, budget = _raw(transaction_version=2)
+    budget.take(300)
+    committer.begin()
+    batches = [_batch(2), _batch(3), _batch(1)]
+    for i, batch in enumerate(batches):
+        pipeline.send(T0, batch, parse_header(batch).record_count, 100, i * 10)
+    pipeline.pump()
+    assert len(wire.produced) == 1, "the partition's later batches wait until its first one is accepted"
+    _, request, future = wire.produced[0]
+    future.success(_produce_response(request, 51))  # CONCURRENT_TRANSACTIONS: the markers are being written
+    pipeline.reap()
+    assert budget.used == 300, "the refused batch stays charged: it is sent again"
+    time.sleep(0.01)  # its backoff
+    pipeline.pump()
+    assert len(wire.produced) == 2 and wire.produced[1][1].topics == request.topics, "the same batch, again"
+    _, again, future = wire.produced[1]
+    future.success(_produce_response(again, 0))
+    pipeline.reap()
+    assert committer.transactions.marker_wait_s > 0
+    pipeline.pump()
+    assert len(wire.produced) == 4, "accepted: the later batches are pipelined"
+    wire.poll(0)
+    pipeline.reap()
+    assert (pipeline.acked_records, budget.used) == (6, 0)
+    sequences = [int.from_bytes(b[53:57], "big") for b in batches]
+    assert sequences == [0, 2, 5], "one sequence per record, unchanged by the resend"
+
+
+def test_version_2_voids_the_cycle_on_any_other_refusal_of_a_first_batch() -> None:
+    wire, committer, pipeline, _ = _raw(transaction_version=2)
+    committer.begin()
+    pipeline.send(T0, _batch(1), 1, 0, 0)
+    pipeline.pump()
+    _, request, future = wire.produced[0]
+    future.success(_produce_response(request, 6))  # NOT_LEADER_OR_FOLLOWER
+    with pytest.raises(AbortCycle, match="NOT_LEADER"):
+        pipeline.reap()

@@ -97,3 +97,39 @@ def test_a_failed_commit_of_offsets_alone_is_aborted() -> None:
         committer.commit([TopicPartition("t", 0, 5)], member=None, metadata=METADATA)  # type: ignore[arg-type]
     committer.abort()
     assert producer.calls == ["begin", "offsets", "commit", "abort"] and not _is_open(committer)
+
+
+class _Initialized(_AbortableCommit):
+    """Also initializes transactions (a new producer's first call: a new epoch)."""
+
+    def init_transactions(self, timeout: float) -> None:
+        self.calls.append("init")
+
+
+def test_after_an_aborted_transaction_the_next_one_starts_on_a_new_producer_and_epoch() -> None:
+    """librdkafka keeps its epoch through an abort (it speaks transactions version 1): a late write of
+    the aborted transaction could join the next one on the same epoch, so the next begins on a new
+    producer whose init_transactions takes a new epoch and fences the old one."""
+    first, renewed = _Initialized(), [_Initialized()]
+
+    def renew() -> Any:
+        return renewed[-1]
+
+    committer = TransactionalCommitter(
+        first,  # type: ignore[arg-type]
+        DeliveryTracker(track_offsets=False),
+        5.0,
+        renew=renew,
+    )
+    committer.begin()
+    committer.enlist()
+    with pytest.raises(AbortCycle):
+        committer.commit([TopicPartition("t", 0, 5)], member=None, metadata=METADATA)  # type: ignore[arg-type]
+    committer.abort()
+    committer.begin()
+    assert first.calls == ["begin", "offsets", "commit", "abort"], "the old producer writes nothing more"
+    assert renewed[0].calls == ["init", "begin"]
+    assert id(committer.producer) == id(renewed[0]), "the committer writes with the new producer"
+    committer.abort()  # nothing written: no abort, and no renewal either
+    committer.begin()
+    assert renewed[0].calls == ["init", "begin"]
