@@ -14,7 +14,8 @@ the client retries (mirror-sink's raw ``TransactionClient``: backoff from 5 ms d
 With transactions version 2 (KIP-890 part 2, the default of Kafka 4.0+ targets) there is no
 AddPartitionsToTxn: the leader adds a partition when its first batch arrives, and refuses that
 batch (CONCURRENT_TRANSACTIONS) while the previous transaction's markers are written. The wait moves
-into the Produce. Both protocols are measured in one run on the same target (``--protocols``).
+into the Produce. Both protocols are measured in one run on the same target (``--protocols``), in
+turns (``TURNS`` per P), so that neither gains from a broker warmed up by the other.
 
 For each protocol and each number P of partitions touched (``--partitions``), ``--transactions`` +
 1 transactions are written with raw mode's own clients (``WireClient``, ``TransactionClient``,
@@ -226,10 +227,26 @@ class MarkerBench:
             at_s=round(started - self.started, 3),
         )
 
-    def measure(self, partitions: int, commits: int) -> Summary:
+    def measure(self, partitions: int, commits: int) -> list[Sample]:
         """``commits`` + 1 transactions over P partitions; the first only absorbs the markers before it."""
         self.transaction(partitions)
-        return summarize(self.txn.version, partitions, [self.transaction(partitions) for _ in range(commits)])
+        return [self.transaction(partitions) for _ in range(commits)]
+
+
+#: Each protocol's transactions per P are measured in this many turns, the protocols taking turns,
+#: so that neither gains from running second on a broker that warmed up under the other.
+TURNS = 4
+
+
+def measure_in_turns(benches: Sequence[MarkerBench], partitions: int, commits: int) -> list[Summary]:
+    """``commits`` transactions over P partitions per bench, the benches taking ``TURNS`` turns."""
+    samples: dict[int, list[Sample]] = {id(b): [] for b in benches}
+    per_turn = max(1, commits // TURNS)
+    while any(len(found) < commits for found in samples.values()):
+        for bench in benches:
+            found = samples[id(bench)]
+            found += bench.measure(partitions, min(per_turn, commits - len(found)))
+    return [summarize(b.txn.version, partitions, samples[id(b)]) for b in benches]
 
 
 @contextmanager
@@ -292,18 +309,18 @@ def main() -> int:
     with target_cluster(args.workdir, args.target) as bootstrap:
         topic = f"bench-markers-{int(started)}"
         create_topic(bootstrap, topic, max(PARTITIONS), timeout=180)
-        for protocol in (int(v) for v in args.protocols.split(",")):
-            bench = MarkerBench(bootstrap, topic, max(counts), protocol)
-            try:
-                for p in counts:
-                    summary = bench.measure(p, args.transactions)
+        benches = [MarkerBench(bootstrap, topic, max(counts), int(v)) for v in args.protocols.split(",")]
+        try:
+            for p in counts:
+                for summary in measure_in_turns(benches, p, args.transactions):
                     print(
-                        f"version {protocol}, P={p}: transaction {summary.transaction_ms:.1f} ms, "
+                        f"version {summary.protocol}, P={p}: transaction {summary.transaction_ms:.1f} ms, "
                         f"EndTxn {summary.commit_ms:.1f} ms (median)",
                         flush=True,
                     )
                     summaries.append(summary)
-            finally:
+        finally:
+            for bench in benches:
                 bench.close()
     load_after = loadavg()
     table = render(summaries)
