@@ -85,6 +85,8 @@ class Result:
     max_ms: float
     faults: list[Fault] = field(default_factory=list)
     windows: list[tuple[float, float, float, int]] = field(default_factory=list)  # (t, p50, p99, records)
+    #: When the faults' clock started, epoch seconds (``bench.soak_phases`` lines the worker logs up with it).
+    started_at: float = 0.0
 
 
 class Load(threading.Thread):
@@ -347,7 +349,9 @@ def run(minutes: float, fault_every_s: float, rate: int, seed: int, work: Path) 
         faults = soak.faults_until(started + minutes * 60, fault_every_s, started)
         soak.finish()
         source = Expected(soak.topics, soak.source.bootstrap_servers, soak.load.committed)
-        return _evaluate(soak.reader.seen, source, started, minutes, faults)
+        result = _evaluate(soak.reader.seen, source, started, minutes, faults)
+        result.started_at = started
+        return result
     finally:
         for w in soak.workers:
             w.stop(signal.SIGKILL)

@@ -12,7 +12,8 @@ sequences, and the task rewinds. Nothing partial is ever committed.
 One refusal is waited out instead. With transactions version 2 the leader adds a partition to the
 transaction when its first batch arrives, and the coordinator refuses that (CONCURRENT_TRANSACTIONS)
 until the previous transaction's markers are written: version 1's AddPartitionsToTxn wait, moved
-into the Produce. Such a batch was not appended, so it is sent again as it is, after a backoff. To
+into the Produce (a coordinator moving or loading reaches us as NOT_ENOUGH_REPLICAS). Such a batch
+was not appended, so it is sent again as it is, after a backoff, as the Java producer does. To
 keep that safe, a partition's first batch of a transaction travels alone: the partition's later
 batches follow once it is accepted, so none of them can arrive out of sequence behind a refusal.
 """
@@ -45,6 +46,10 @@ _MAX_IN_FLIGHT = REQUESTS_IN_FLIGHT
 #: (version 1 retried its AddPartitionsToTxn from 5 ms, doubling up to 0.5 s).
 _JOIN_FIRST_DELAY_S = 0.005
 _JOIN_MAX_DELAY_S = 0.2
+#: A first batch answered with these was not appended, and the coordinator may yet add its partition:
+#: the previous markers not all written (51), or the coordinator moving or loading, which the leader
+#: reports as NOT_ENOUGH_REPLICAS (19), as it does a real shortage of in-sync replicas.
+_JOIN_AGAIN = frozenset({KafkaErrorCode.CONCURRENT_TRANSACTIONS, KafkaErrorCode.NOT_ENOUGH_REPLICAS})
 #: Compared once per acknowledged batch: a module constant, not an enum attribute lookup.
 _NONE = KafkaErrorCode.NONE
 
@@ -285,7 +290,7 @@ class ProducePipeline:
         """Version 2, ``tp``'s first batch of the transaction answered ``code``: True when it is queued
         to be sent again (the coordinator was still writing the previous transaction's markers)."""
         now = time.monotonic()
-        if code != KafkaErrorCode.CONCURRENT_TRANSACTIONS:
+        if code not in _JOIN_AGAIN:
             del self._joining[tp]  # accepted (the partition is in the transaction), or a real error
             if code == _NONE and not self._joined_once:  # the transaction's first: the markers are done
                 self._joined_once = True

@@ -514,7 +514,8 @@ def test_version_1_is_spoken_where_the_target_has_no_version_2_or_it_is_asked_fo
     assert _raw(transactional_id=None, transaction_version=2)[1].transactions.version == 1, "no transactions at all"
 
 
-def test_version_2_sends_a_first_batch_alone_and_again_while_the_previous_markers_are_written() -> None:
+@pytest.mark.parametrize("refusal", [51, 19])  # CONCURRENT_TRANSACTIONS, NOT_ENOUGH_REPLICAS
+def test_version_2_sends_a_first_batch_alone_and_again_while_the_previous_markers_are_written(refusal: int) -> None:
     wire, committer, pipeline, budget = _raw(transaction_version=2)
     budget.take(300)
     committer.begin()
@@ -524,7 +525,7 @@ def test_version_2_sends_a_first_batch_alone_and_again_while_the_previous_marker
     pipeline.pump()
     assert len(wire.produced) == 1, "the partition's later batches wait until its first one is accepted"
     _, request, future = wire.produced[0]
-    future.success(_produce_response(request, 51))  # CONCURRENT_TRANSACTIONS: the markers are being written
+    future.success(_produce_response(request, refusal))  # the markers are being written, or the coordinator moves
     pipeline.reap()
     assert budget.used == 300, "the refused batch stays charged: it is sent again"
     time.sleep(0.01)  # its backoff
