@@ -30,6 +30,8 @@ EVENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("assigned", re.compile(r"assigned \d+ target partitions")),
     ("aborted", re.compile(r"cycle aborted, rewinding to the committed offsets: (?P<why>.{0,110})")),
     ("new epoch", re.compile(r"has producer id \d+ epoch \d+")),
+    ("coordinator wait", re.compile(r"(?P<why>\w+ for \S+ went through after .{0,90})")),
+    ("abort unconfirmed", re.compile(r"abort of \S+ not confirmed \((?P<why>.{0,100})")),
     ("clients recreated", re.compile(r"recreating the task's clients \(\d+/\d+\): (?P<why>.{0,110})")),
     ("task FAILED", re.compile(r"task FAILED: (?P<why>.{0,110})")),
     ("unreachable", re.compile(r"cluster '(?P<why>\w+)' is unreachable")),
@@ -75,7 +77,7 @@ def timeline(all_events: Iterable[Event], at: float, until: float) -> list[str]:
             continue
         key = (e.worker, e.kind)
         seen[key] = seen.get(key, 0) + 1
-        if seen[key] == 1 or e.kind in ("aborted", "assigned", "session lost", "clients recreated"):
+        if seen[key] == 1 or e.kind in ("aborted", "assigned", "session lost", "clients recreated", "coordinator wait"):
             detail = f" ({e.detail})" if e.detail else ""
             lines.append(f"+{e.at - at:6.1f} s  {e.worker}  {e.kind}{detail}")
     repeated = {k: n for k, n in seen.items() if n > 1 and k[1] == "connection lost"}

@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 #: Backoff between attempts: coordinator moves and concurrent transactions clear up quickly.
 _FIRST_DELAY_S = 0.005
 _MAX_DELAY_S = 0.5
+#: A coordinator request retried for this long is logged when it goes through (a broker failover).
+_SLOW_REQUEST_S = 1.0
 
 
 def _as_librdkafka_writes(metadata: str | None) -> str:
@@ -416,13 +418,18 @@ class CoordinatorRequests:
 
         Coordinator moves, concurrent transactions and failed connections are retried (the
         coordinators looked up again); a fenced epoch, a rebalanced group or any other error ends it.
+        A request that needed more than a moment says so when it went through, with why it waited
+        (a broker failure's recovery is read from these lines).
         """
+        started = time.monotonic()
+        waited_for: list[str] = []
 
         def attempt() -> Any:
             try:
                 response = self.wire.call(node(), request(), api)
             except RecoverableTaskFailure as exc:  # a connection failed (a coordinator's broker went away?)
                 self._txn_node = self._group_node = None  # look again
+                waited_for.append("a failed connection")
                 raise TryAgain(str(exc), give_up=exc) from exc
             code = error_of(response)
             if code == KafkaErrorCode.NONE:
@@ -439,12 +446,24 @@ class CoordinatorRequests:
                 raise TaskFailure(detail)
             if code in COORDINATOR_MOVED:
                 self._txn_node = self._group_node = None
+            waited_for.append(error_name(code))
             raise TryAgain(detail, give_up=RecoverableTaskFailure(f"{detail}, still after {self.timeout_ms} ms"))
 
-        return retry_or_give_up(
+        response = retry_or_give_up(
             attempt,
             what,
             deadline_s=self.timeout_ms / 1000,
             first_delay_s=_FIRST_DELAY_S,
             max_delay_s=_MAX_DELAY_S,
         )
+        took = time.monotonic() - started
+        if took >= _SLOW_REQUEST_S and waited_for:
+            log.info(
+                "%s for %s went through after %.1f s (%d retries: %s)",
+                what,
+                self.transactional_id or "the idempotent producer",
+                took,
+                len(waited_for),
+                ", ".join(dict.fromkeys(waited_for)),
+            )
+        return response
