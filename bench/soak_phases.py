@@ -31,6 +31,8 @@ EVENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("aborted", re.compile(r"cycle aborted, rewinding to the committed offsets: (?P<why>.{0,110})")),
     ("new epoch", re.compile(r"has producer id \d+ epoch \d+")),
     ("coordinator wait", re.compile(r"(?P<why>\w+ for \S+ went through after .{0,90})")),
+    ("markers wait", re.compile(r"refuses the transaction's first batch \((?P<why>[^)]*\))")),
+    ("markers written", re.compile(r"took the transaction's first batches after (?P<why>[\d.]+ s)")),
     ("abort unconfirmed", re.compile(r"abort of \S+ not confirmed \((?P<why>.{0,100})")),
     ("clients recreated", re.compile(r"recreating the task's clients \(\d+/\d+\): (?P<why>.{0,110})")),
     ("task FAILED", re.compile(r"task FAILED: (?P<why>.{0,110})")),

@@ -20,6 +20,7 @@ batches follow once it is accepted, so none of them can arrive out of sequence b
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -41,7 +42,11 @@ from mirror_sink.raw.produce_request import ChunkedProduce
 from mirror_sink.raw.transactions import TransactionClient
 from mirror_sink.raw.wire import REQUESTS_IN_FLIGHT, NodeId, WireClient, error_name
 
+log = logging.getLogger(__name__)
+
 _MAX_IN_FLIGHT = REQUESTS_IN_FLIGHT
+#: A first batch refused this long is said in the log (the previous markers wait on a broker failover).
+_JOIN_WAIT_SAID_S = 1.0
 #: Backoff before a first batch refused for the previous transaction's markers is sent again
 #: (version 1 retried its AddPartitionsToTxn from 5 ms, doubling up to 0.5 s).
 _JOIN_FIRST_DELAY_S = 0.005
@@ -113,6 +118,7 @@ class ProducePipeline:
         #: refusal for the previous one's markers until its first accepted batch.
         self._first_refused_at: float | None = None
         self._joined_once = False
+        self._join_wait_said = False
         # Produce v12 tells a version 2 broker to add the partition to the transaction itself; v8-v11
         # work on every broker since Kafka 3.0, and a version 1 transaction may not use v12.
         self._produce_version = 12 if transactions.version == 2 else wire.negotiate(ProduceRequest, 8, 11)
@@ -127,6 +133,7 @@ class ProducePipeline:
         self._joining.clear()
         self._first_refused_at = None
         self._joined_once = False
+        self._join_wait_said = False
 
     def send(
         self,
@@ -296,9 +303,25 @@ class ProducePipeline:
                 self._joined_once = True
                 first, self._first_refused_at = self._first_refused_at, None
                 self._txn.marker_wait_s = 0.0 if first is None else now - first
+                if self._join_wait_said:
+                    log.info(
+                        "producer %s: the target took the transaction's first batches after %.1f s",
+                        self._transactional_id,
+                        self._txn.marker_wait_s,
+                    )
             return False
         if self._first_refused_at is None:
             self._first_refused_at = now
+        elif not self._join_wait_said and now - self._first_refused_at >= _JOIN_WAIT_SAID_S:
+            self._join_wait_said = True
+            log.info(
+                "producer %s: target partition %s refuses the transaction's first batch (%s) for %.1f s now: "
+                "the previous transaction's markers are not all written yet (a partition leader moving?)",
+                self._transactional_id,
+                tp,
+                error_name(code),
+                now - self._first_refused_at,
+            )
         delay = self._joining[tp][1]
         self._joining[tp] = (now + delay, min(2 * delay, _JOIN_MAX_DELAY_S))
         self._outgoing.setdefault(tp, deque()).appendleft(out)
