@@ -117,7 +117,9 @@ class MirrorSinkTask:
                 self.log.warning("recreating the task's clients (%d/%d): %s", len(recoveries), _MAX_RECOVERIES, exc)
                 if run is not None:
                     run.close(abandon_producer=True)
-                self._stop.wait(min(2.0 * len(recoveries), 10.0))
+                # A first recovery (a broker failover fenced or timed out a request) goes on at once;
+                # repeated ones back off, so a cluster that keeps failing is not hammered.
+                self._stop.wait(min(0.5 * 2 ** (len(recoveries) - 1), 10.0))
             except Exception as exc:
                 self._fail(exc, run)
                 return
