@@ -81,12 +81,12 @@ function render(state) {
     html += '<section class="connector" data-name="' + esc(c.name) + '">';
     html += '<h2>' + esc(c.name) + ' <span class="state ' + esc(c.state) + '">' + esc(c.state) + '</span></h2>';
     if (c.trace) html += failure(c.cause, c.trace, "connector", c.name);
-    html += '<table><tr><th>task</th><th>state</th><th>worker</th></tr>';
+    html += '<table><tr><th>task</th><th>state</th><th>worker</th><th>transactions</th></tr>';
     for (const t of c.tasks) {
       html += '<tr class="task"><td>' + t.id + '</td><td class="state ' + esc(t.state) + '">' + esc(t.state) +
-        '</td><td>' + esc(t.worker_id) + '</td></tr>';
+        '</td><td>' + esc(t.worker_id) + '</td><td class="transactions">' + esc(t.transactions) + '</td></tr>';
       const key = c.name + "/" + t.id;
-      if (t.trace) html += '<tr><td colspan="3">' + failure(t.cause, t.trace, "task", key) + '</td></tr>';
+      if (t.trace) html += '<tr><td colspan="4">' + failure(t.cause, t.trace, "task", key) + '</td></tr>';
     }
     html += '</table>' + chart(pts);
     html += '<table class="lag"><tr><th>target partition</th><th>lag (records)</th><th>lag (seconds)</th>' +
@@ -152,6 +152,7 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                 verified = herder.queries.verified(name)
                 drills = [DrillSummary.of(r) for r in herder.queries.drills(name)[:3]]
                 mismatches = herder.queries.verify_mismatches(name)
+                versions = herder.queries.transaction_versions(name)
             except HerderError:
                 continue  # deleted meanwhile
             connectors.append(
@@ -167,6 +168,7 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                             "worker_id": t.status.worker_id,
                             "trace": t.status.trace,
                             "cause": failure_cause(t.status.trace),
+                            "transactions": _TRANSACTIONS.get(versions.get(t.id, -1), ""),
                         }
                         for t in status.tasks
                     ],
@@ -182,6 +184,9 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
             )
         return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}
 
+
+#: How the page names each transaction protocol (a task running elsewhere shows nothing).
+_TRANSACTIONS = {2: "version 2 (KIP-890)", 1: "version 1", 0: "none (at least once)"}
 
 _TRACEBACK = "Traceback (most recent call last):"
 _QUALIFIED = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*)(?:: (.*))?$", re.S)

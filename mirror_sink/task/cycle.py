@@ -79,6 +79,9 @@ class TaskCounters:
     bytes: int = 0
     commits: int = 0
     aborts: int = 0
+    #: The transaction protocol the running task's producer speaks (2, 1, 0 without transactions;
+    #: None before its first run).
+    transaction_version: int | None = None
 
 
 class Cycle:
@@ -90,7 +93,8 @@ class Cycle:
         self.counters = counters
         cfg = run.config
         self.metrics = TaskMetrics(cfg.name, task_id, cfg.source_alias, cfg.target_alias)
-        self.metrics.transaction_version(run.path.transaction_version())
+        counters.transaction_version = run.path.transaction_version()
+        self.metrics.transaction_version(counters.transaction_version)
         self._rebalances_seen = 0
         self.log = run.log
         self.committer = run.committer

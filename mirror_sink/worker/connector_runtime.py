@@ -265,6 +265,12 @@ class ConnectorRuntime:
         with self._lock:
             return {t.task_id for t in self.tasks}
 
+    def transaction_versions(self) -> dict[int, int]:
+        """Per task id running in this worker, the transaction protocol its producer speaks."""
+        with self._lock:
+            tasks = list(self.tasks)
+        return {t.task_id: v for t in tasks if (v := t.counters.transaction_version) is not None}
+
     def task_states(self) -> list[StateInfo]:
         """Per task id, what Connect's status would show."""
         cfg = self.connector.config

@@ -145,6 +145,11 @@ class HerderQueries:
         verifier = self.worker.running(name).services.verifier
         return verifier.mismatches if verifier is not None else 0
 
+    def transaction_versions(self, name: str) -> dict[int, int]:
+        """Per task running in this worker, the transaction protocol its producer speaks (2: KIP-890
+        part 2, 1, 0: at least once); a task not running here is absent."""
+        return self.worker.running(name).transaction_versions()
+
     def mirrored_records(self, name: str) -> int:
         """Records the connector has committed to the target in this process."""
         self.worker.running(name)  # NotFound for an unknown connector

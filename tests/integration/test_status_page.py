@@ -97,6 +97,9 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
         )
     )
     assert "records/s" in _section(browser, good)
+    wait.until(  # the transaction protocol the task speaks: the test target has transaction.version=2
+        lambda d: _first_text(d, f'section[data-name="{good}"] td.transactions').startswith("version")
+    )
     # Verified up to each target partition's end (background verification, verify.enabled).
     ends = end_offsets(target.bootstrap_servers, f"source.{topic}")
     wait.until(
