@@ -10,6 +10,7 @@ committed offsets of a source group once (KIP-656's one-time sync), falling back
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -171,8 +172,11 @@ class StartOffsetResolver:
                 return int(low), int(high)
             except KafkaException as exc:
                 # A partition added moments ago is missing from the consumer's cached metadata until
-                # the next refresh, minutes away: ask for it now.
-                self.source.list_topics(tp.topic, timeout=10)
+                # the next refresh, minutes away: ask for it now. Only a hint: with a source broker
+                # down the metadata request may time out too, and that must be retried, not fail
+                # the task (a soak's source broker SIGKILL did).
+                with contextlib.suppress(KafkaException):
+                    self.source.list_topics(tp.topic, timeout=10)
                 raise Retriable(str(exc)) from exc
 
         try:
