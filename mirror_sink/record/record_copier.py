@@ -88,14 +88,25 @@ class RecordCopier:
     def _await_partition(self, topic: str, partition: int) -> None:
         """The producer's metadata may lag a partition just added by provisioning: refresh it."""
 
+        unanswered: list[str] = []
+
         def known() -> None:
-            md = self.producer.list_topics(topic, timeout=10).topics.get(topic)
+            try:
+                md = self.producer.list_topics(topic, timeout=10).topics.get(topic)
+            except KafkaException as exc:  # a target broker away: ask again, and say so if it lasts
+                unanswered.append(exc.args[0].str())
+                raise Retriable(f"metadata of {topic}: {exc.args[0].str()}") from exc
+            unanswered.clear()
             if md is None or partition not in md.partitions:
                 raise Retriable(f"target partition {topic}-{partition} not in the producer's metadata")
 
         try:
             retry_call(known, f"metadata of {topic}", deadline_s=_PARTITION_WAIT_S, max_delay_s=0.5)
         except Retriable as exc:
+            if unanswered:
+                raise RecoverableTaskFailure(
+                    f"the target cluster did not answer for the metadata of {topic}: {unanswered[-1]}"
+                ) from exc
             raise TaskFailure(
                 f"target partition {topic}-{partition} does not exist (was the target topic shrunk or deleted?)"
             ) from exc
