@@ -219,17 +219,26 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] if sorted_values else float("nan")
 
 
-def _back(cluster: ReplicatedKafkaCluster, node: int) -> str:
-    """Start ``node`` again; a start that does not come up in time is retried (said in the fault's detail)."""
+#: How long a restarted node may take to serve: on two saturated cores a source node took over 90 s.
+_START_TIMEOUT_S = 240.0
+
+
+def _back(cluster: ReplicatedKafkaCluster, node: int, down: set[tuple[str, int]]) -> str:
+    """Start ``node`` again; a start that does not come up in time is retried (said in the fault's
+    detail). A node that never comes back is left down and noted in ``down`` (the run goes on: the
+    cluster keeps a majority), so that no later fault takes a second node of that cluster."""
     for attempt in range(3):
         try:
-            cluster.node(node).start()
-            cluster.wait_brokers([node])
+            cluster.node(node).start(timeout=_START_TIMEOUT_S)
+            cluster.wait_brokers([node], timeout=_START_TIMEOUT_S)
+            down.discard((cluster.name, node))
             return "" if attempt == 0 else f" (came back on start {attempt + 1})"
         except ClusterStartError as exc:
             print(f"{cluster.name} broker {node} did not come back: {exc}; starting it again", flush=True)
             cluster.node(node).stop(hard=True)
-    raise RuntimeError(f"{cluster.name} broker {node} never came back")
+    down.add((cluster.name, node))
+    print(f"{cluster.name} broker {node} never came back: left down", flush=True)
+    return " (never came back: left down)"
 
 
 class Soak:
@@ -261,6 +270,8 @@ class Soak:
         self.reader = Reader(self.target.bootstrap_servers, self.partitions)
         self.load = Load(self.source.bootstrap_servers, self.topics, rate)
         self.rng = random.Random(seed)
+        #: Nodes that never came back after a fault, as (cluster name, node id).
+        self.down: set[tuple[str, int]] = set()
         self.actions: dict[str, Callable[[], str]] = {
             "mirror-kill": self.mirror_kill,
             "worker-restart": self.worker_restart,
@@ -297,14 +308,28 @@ class Soak:
 
     def broker_kill(self, cluster: ReplicatedKafkaCluster) -> str:
         node = self.rng.randrange(1, len(cluster.nodes) + 1)
+        if (still_down := self._still_down(cluster)) is not None:
+            return still_down
         cluster.node(node).stop(hard=True)
         time.sleep(20)
-        return f"{cluster.name} broker {node}" + _back(cluster, node)
+        return f"{cluster.name} broker {node}" + _back(cluster, node, self.down)
 
     def broker_restart(self) -> str:
         node = self.rng.randrange(1, len(self.target.nodes) + 1)
+        if (still_down := self._still_down(self.target)) is not None:
+            return still_down
         self.target.node(node).stop(hard=False)
-        return f"target broker {node}" + _back(self.target, node)
+        return f"target broker {node}" + _back(self.target, node, self.down)
+
+    def _still_down(self, cluster: ReplicatedKafkaCluster) -> str | None:
+        """None when every node of ``cluster`` serves (a node left down is started once more first);
+        else why the fault is skipped: a second node down would take the cluster's majority."""
+        for name, node in sorted(self.down):
+            if name == cluster.name:
+                _back(cluster, node, self.down)
+                if (name, node) in self.down:
+                    return f"skipped: {cluster.name} broker {node} is still down"
+        return None
 
     # -- the run --------------------------------------------------------------------------------
     def faults_until(self, deadline: float, fault_every_s: float, started: float) -> list[Fault]:
