@@ -283,7 +283,9 @@ class ProducePipeline:
                 problems.append(denied)
             elif code in FENCED:
                 problems.append(
-                    RecoverableTaskFailure(f"producer {self._transactional_id} fenced on {where}: {detail}")
+                    RecoverableTaskFailure(
+                        f"producer {self._transactional_id} fenced on {where} at epoch {self._epoch}: {detail}"
+                    )
                 )
             elif code in FATAL_WRITE:
                 problems.append(TaskFailure(f"the target rejected a batch for {where}: {detail}"))

@@ -330,7 +330,15 @@ class TransactionClient:
         )
         self._transition_to(TransactionState.READY)
         if self.version == 2:
+            before = self.epoch
             self._take_next_epoch(int(response.producer_id), int(response.producer_epoch))
+            if not commit:  # rare, and the epoch it leaves is what the next transaction is fenced by
+                log.info(
+                    "producer %s aborted its transaction at epoch %d; the next one writes with epoch %d",
+                    self.transactional_id,
+                    before,
+                    self.epoch,
+                )
 
     def _take_next_epoch(self, producer_id: int, epoch: int) -> None:
         """Version 2's EndTxn answer: the producer id and epoch the next transaction writes with."""
