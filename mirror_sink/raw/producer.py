@@ -342,6 +342,9 @@ class ProducePipeline:
             for out in queue:
                 self._budget.give_back(out.charge)
         self._outgoing.clear()
+        # A first batch refused while it is waited out must not be queued again: sent after the
+        # abort, under the old epoch, it would be fenced and cost the task its clients.
+        self._joining.clear()
         self._wait_in_flight(raise_errors=False)
 
     def _wait_in_flight(self, raise_errors: bool) -> None:

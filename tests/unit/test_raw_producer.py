@@ -553,3 +553,21 @@ def test_version_2_voids_the_cycle_on_any_other_refusal_of_a_first_batch() -> No
     future.success(_produce_response(request, 6))  # NOT_LEADER_OR_FOLLOWER
     with pytest.raises(AbortCycle, match="NOT_LEADER"):
         pipeline.reap()
+
+
+def test_version_2_drops_a_first_batch_refused_while_its_cycle_is_discarded() -> None:
+    """Found by the soak: a first batch answered CONCURRENT_TRANSACTIONS during the abort's wait for
+    requests in flight was queued again, then sent after the abort under the old epoch and fenced."""
+    wire, committer, pipeline, budget = _raw(
+        transaction_version=2, EndTxn=_always(_code(0, producer_id=40, producer_epoch=1))
+    )
+    budget.take(100)
+    committer.begin()
+    pipeline.send(T0, _batch(2), 2, 100, 0)
+    pipeline.pump()
+    _, request, future = wire.produced[0]
+    wire.poll = lambda timeout_s: future.success(_produce_response(request, 51)) if not future.is_done else None  # type: ignore[method-assign]
+    committer.abort()
+    assert (pipeline.backlog, budget.used) == (0, 0), "nothing left to send, nothing left charged"
+    pipeline.pump()
+    assert len(wire.produced) == 1, "the refused batch of the aborted cycle is never sent again"
