@@ -409,10 +409,11 @@ def _evaluate(
     lost = duplicated = disordered = 0
     for key, want in expected.items():
         have = got.get(key, [])
-        lost += len(set(want) - set(have))
-        duplicated += len(have) - len(set(have))
+        seen_once = set(have)  # once: built inside the comprehension below, it made this quadratic
+        lost += len(set(want) - seen_once)
+        duplicated += len(have) - len(seen_once)
         first_seen = list(dict.fromkeys(have))
-        disordered += int(first_seen != [s for s in want if s in set(have)])
+        disordered += int(first_seen != [s for s in want if s in seen_once])
     latencies = sorted((visible - sent) * 1000 for _, _, _, sent, visible in seen)
     windows: list[tuple[float, float, float, int]] = []
     buckets: dict[int, list[float]] = {}
