@@ -41,6 +41,8 @@ from api.models import (
     ServerInfo,
     TaskInfo,
     TaskStateBody,
+    TranslatedOffsets,
+    TranslateOffsetsRequest,
 )
 from api.plugin import PLUGIN_CLASS, config_definitions, plugin_aliases, validate
 from api.status_page import add_status_page
@@ -281,6 +283,12 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
             raise InvalidRequest("Partitions / offsets need to be provided for an alter offsets request")
         herder.offsets.alter(name, body.to_domain())
         return Message(message="The offsets for this connector have been altered successfully")
+
+    @app.post("/connectors/{name}/offsets/translate", response_model=TranslatedOffsets)
+    def translate_offsets(name: str, body: TranslateOffsetsRequest) -> TranslatedOffsets:
+        """Offsets of consumers outside groups translated exactly through the offset syncs (or why not)."""
+        answers = herder.offsets.translate(name, body.to_domain(), body.direction)
+        return TranslatedOffsets.of(body.direction, answers)
 
     @app.delete("/connectors/{name}/offsets", response_model=Message)
     def reset_offsets(name: str) -> Message:

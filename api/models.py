@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mirror_sink.core.states import TargetState
+from mirror_sink.failover.offset_translator import TranslatedOffset
 from mirror_sink.worker import herder_types as domain
 
 ConfigMap = dict[str, Any]
@@ -194,6 +195,56 @@ class ConnectorOffsets(BaseModel):
             )
             for o in self.offsets
         ]
+
+
+class TranslateOffsetsRequest(BaseModel):
+    """POST /connectors/{name}/offsets/translate: offsets in Connect's sink offsets shape, one way."""
+
+    direction: Literal["source-to-target", "target-to-source"] = "source-to-target"
+    offsets: list[ConnectorOffset] = Field(min_length=1, max_length=100_000)
+
+    def to_domain(self) -> list[domain.PartitionOffset]:
+        """The asked offsets as the Herder takes them."""
+        return ConnectorOffsets(offsets=self.offsets).to_domain()
+
+
+class TranslatedOffsetBody(BaseModel):
+    """One asked offset, what the translation found, and its exact answer (null when there is none)."""
+
+    partition: SinkPartition
+    offset: SinkOffset
+    result: Literal["exact", "skipped-range", "before-syncs", "not-yet-mirrored", "not-mirrored"]
+    translated: ConnectorOffset | None
+    reason: str
+
+
+class TranslatedOffsets(BaseModel):
+    """The answer of POST /connectors/{name}/offsets/translate, in the order asked."""
+
+    direction: str
+    offsets: list[TranslatedOffsetBody]
+
+    @classmethod
+    def of(cls, direction: str, answers: list[TranslatedOffset]) -> TranslatedOffsets:
+        """The body of the Herder's answers."""
+        return cls(
+            direction=direction,
+            offsets=[
+                TranslatedOffsetBody(
+                    partition=SinkPartition(kafka_topic=a.asked.topic, kafka_partition=a.asked.partition),
+                    offset=SinkOffset(kafka_offset=a.asked.offset),
+                    result=a.outcome.value,
+                    translated=None
+                    if a.answer is None
+                    else ConnectorOffset(
+                        partition=SinkPartition(kafka_topic=a.answer.topic, kafka_partition=a.answer.partition),
+                        offset=SinkOffset(kafka_offset=a.answer.offset),
+                    ),
+                    reason=a.reason,
+                )
+                for a in answers
+            ],
+        )
 
 
 class Message(BaseModel):

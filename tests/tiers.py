@@ -48,7 +48,7 @@ SLOW_MODULES = frozenset(
 #: linked, secured) share one lane: as two lanes, they started beside the Spark lane in the suite's
 #: first minute, and on a saturated machine the chaos test's target then stalled past its allowance.
 LANES: dict[str, frozenset[str]] = {
-    "spark": frozenset({"spark_cluster", "spark_local"}),
+    "spark": frozenset({"spark_cluster", "spark_local", "spark_kafka_reader"}),
     "brokers": frozenset({"replicated_pair", "linked_pair", "secured_pair"}),
     "containers": frozenset({"container_pair", "worker_image"}),
 }

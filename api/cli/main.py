@@ -13,6 +13,7 @@ from api.cli import failover as failover_cli
 from api.cli import passwd as passwd_cli
 from api.cli import spark as spark_cli
 from api.cli import standalone
+from api.cli import translate as translate_cli
 from api.cli import verify as verify_cli
 from api.cli import worker as worker_cli
 from mirror_sink import __version__
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     failover_cli.add_parser(sub)
     failback_cli.add_parser(sub)
     verify_cli.add_parser(sub)
+    translate_cli.add_parser(sub)
     drill_cli.add_parser(sub)
     passwd_cli.add_parser(sub)
     acls_cli.add_parser(sub)

@@ -16,9 +16,10 @@ from confluent_kafka.admin import AdminClient
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.checkpoints import checkpoints_topic
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.replication_policy import ReplicationPolicy
 from mirror_sink.core.states import TargetState
+from mirror_sink.failover.offset_translator import Direction, OffsetTranslator, TopicOffset, TranslatedOffset
 from mirror_sink.failover.readers import read_checkpoints
 from mirror_sink.worker.herder_types import CheckpointState, Conflict, InvalidRequest, PartitionOffset
 from mirror_sink.worker.worker import Worker
@@ -114,6 +115,29 @@ class ConnectorOffsetsAdmin:
         except KafkaException as exc:
             if exc.args[0].code() != exc.args[0].GROUP_ID_NOT_FOUND:
                 raise Conflict(f"cannot reset the offsets of {name}: {exc.args[0].str()}") from exc
+
+    def translate(self, name: str, offsets: Sequence[PartitionOffset], direction: str) -> list[TranslatedOffset]:
+        """POST /connectors/{name}/offsets/translate: each offset translated exactly through the
+        connector's offset syncs, or the reason it cannot be (in any state: a stopped mirror's
+        syncs still translate)."""
+        cfg = self._config(name)
+        asked = []
+        for entry in offsets:
+            if entry.offset is None or entry.offset < -2:
+                raise InvalidRequest(
+                    f'offset of {entry.topic}-{entry.partition} must be {{"kafka_offset": <int >= 0, or -2 or -1>}}'
+                )
+            asked.append(TopicOffset(entry.topic, entry.partition, entry.offset))
+        try:
+            translator = OffsetTranslator(cfg, f"{cfg.name}-rest-translate")
+        except ConfigError as exc:
+            raise InvalidRequest(f"connector {name} cannot translate offsets: {exc}") from exc
+        try:
+            return translator.translate(asked, Direction(direction))
+        except TaskFailure as exc:
+            raise Conflict(f"cannot read the offset syncs of {name}: {exc}") from exc
+        finally:
+            translator.close()
 
     def _require_stopped(self, name: str) -> None:
         # A running task would commit over the change in its next transaction.

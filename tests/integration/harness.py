@@ -685,6 +685,11 @@ def run_verify(config: dict[str, str], workdir: Path, *args: str) -> subprocess.
     return _run_verb("verify", config, workdir, *args)
 
 
+def run_translate(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-sink translate`` for ``config`` with ``args``: its exit code and output."""
+    return _run_verb("translate", config, workdir, *args)
+
+
 def _run_verb(verb: str, config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     path = workdir / f"{verb}-{time.monotonic_ns()}.json"
     path.write_text(json.dumps({"name": config["name"], "config": config}))

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
+from api.cli.main import build_parser
 from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
     ProduceSpec,
@@ -135,7 +136,13 @@ def _commit_groups(source: KafkaEndpoint, topics: dict[str, int], mid: str, end:
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_failover_resumes_every_group_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    mirror: MirrorFactory,
+    tmp_path: Path,
+    mode: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     prefix, name = unique(f"fo{mode}"), unique(f"fo{mode}")
     mid, end = unique("app-mid"), unique("app-end")
@@ -168,6 +175,17 @@ def test_failover_resumes_every_group_exactly(
         wait_until(java_sees_all, 60, "checkpoints of the mid group", interval=2)
     finally:
         assert proc.stop() == 0, proc.log_tail()
+
+    # A consumer outside any group at mid's offsets translates exactly where RemoteClusterUtils puts the
+    # group (the command line, in-process: its parser and output).
+    path = tmp_path / "translate.json"
+    path.write_text(json.dumps({"name": name, "config": config}))
+    asked = [f"{t}:{p}:{mids[t][p]}" for t, n in topics.items() for p in range(n)]
+    args = build_parser().parse_args(["translate", str(path), "--json", *(a for o in asked for a in ("--offset", o))])
+    assert args.func(args) == 0
+    answers = json.loads(capsys.readouterr().out)["offsets"]
+    translated = {(a["translated"]["topic"], a["translated"]["partition"]): a["translated"]["offset"] for a in answers}
+    assert translated == {k: v for k, v in expected.items() if k[0].startswith(f"source.{prefix}-")}
 
     result = run_failover(config, tmp_path, "--groups", f"{mid}|{end}", "--wait-caught-up", "60")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -140,6 +140,29 @@ def test_connect_rest_api_end_to_end(
     assert "must be in the STOPPED state" in error(client.patch(f"/connectors/{name}/offsets", json=rewind), 400)
     error(client.delete(f"/connectors/{name}/offsets"), 400)
 
+    # Any consumer's offsets translate exactly, both ways, in Connect's sink offsets shape.
+    def sink_offset(t: str, p: int, o: int) -> dict[str, Any]:
+        return {"partition": {"kafka_topic": t, "kafka_partition": p}, "offset": {"kafka_offset": o}}
+
+    asked = [sink_offset(topic, p, o) for p in (0, 1) for o in (0, 37, ends[p])]
+    there = client.post(f"/connectors/{name}/offsets/translate", json={"offsets": asked})
+    assert there.status_code == 200, there.text
+    answers = there.json()["offsets"]
+    assert [a["result"] for a in answers] == ["exact"] * 6, answers
+    assert {a["translated"]["partition"]["kafka_topic"] for a in answers} == {f"source.{topic}"}
+    back = client.post(
+        f"/connectors/{name}/offsets/translate",
+        json={"direction": "target-to-source", "offsets": [a["translated"] for a in answers]},
+    ).json()["offsets"]
+    assert [a["translated"] for a in back] == asked, "every source offset here holds a record: the round trip is exact"
+    others = client.post(
+        f"/connectors/{name}/offsets/translate",
+        json={"offsets": [sink_offset(topic, 0, ends[0] + 10), sink_offset("not-mirrored", 0, 1)]},
+    ).json()["offsets"]
+    assert [(a["result"], a["translated"]) for a in others] == [("not-yet-mirrored", None), ("not-mirrored", None)]
+    error(client.post(f"/connectors/{name}/offsets/translate", json={"offsets": []}), 400)
+    error(client.post("/connectors/nope/offsets/translate", json={"offsets": asked}), 404)
+
     # Pause, resume, stop.
     assert client.put(f"/connectors/{name}/pause").status_code == 202
     wait_until(lambda: states(client, name) == ("PAUSED", ["PAUSED", "PAUSED"]), 60, "PAUSED")
