@@ -36,6 +36,8 @@ import json
 import re
 import time
 import uuid
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -62,6 +64,8 @@ from mirror_sink.task.source_continuity import stored_at_cut
 
 SCHEMA = "mirror-sink.drill/1"
 _PROBE_S = 10.0
+#: A mirror with records waiting that has not committed for this long is called lagging in the report.
+_LAGGING_S = 60.0
 
 
 class DrillRefused(Exception):
@@ -78,7 +82,9 @@ class PartitionRpo:
     source_end: int  # the source's last stable offset
     records: int = 0
     bytes: int = 0
-    seconds: float = 0.0  # age of the oldest unmirrored record at the cut
+    seconds: float = 0.0  # age of the oldest unmirrored record at the cut, by its own timestamp
+    #: How long before the cut the mirror last committed this partition (its newest offset sync); None: unknown.
+    last_commit_s: float | None = None
 
 
 @dataclass
@@ -158,6 +164,10 @@ class DrillReport:
     failures: list[str] = field(default_factory=list)
     kept_groups: bool = False
     transactions: TransactionConsistency | None = None
+    #: What an auditor must know although the drill passed (a stopped or lagging mirror).
+    warnings: list[str] = field(default_factory=list)
+    #: With ``--keep``: the command that deletes the kept drill groups.
+    delete_command: str = ""
 
     @property
     def passed(self) -> bool:
@@ -165,12 +175,20 @@ class DrillReport:
         return not self.failures
 
     def totals(self) -> dict[str, float]:
-        """RPO in total: records, bytes, and the oldest record's age."""
+        """RPO in total: records, bytes, the oldest unmirrored record's age, and the mirror's oldest
+        last commit (-1 when unknown)."""
+        commits = [r.last_commit_s for r in self.rpo if r.last_commit_s is not None]
         return {
             "records": sum(r.records for r in self.rpo),
             "bytes": sum(r.bytes for r in self.rpo),
             "seconds": max((r.seconds for r in self.rpo), default=0.0),
+            "last_commit_s": max(commits, default=-1.0),
         }
+
+    @property
+    def time_to_ready_s(self) -> float:
+        """The timed parts added up."""
+        return sum(self.timings_s.values())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report."""
@@ -181,14 +199,17 @@ class DrillReport:
             "started": self.started,
             "outcome": "passed" if self.passed else "failed",
             "failures": self.failures,
+            "warnings": self.warnings,
             "cut_window_s": round(self.window_s, 3),
             "source_transactions": None if self.transactions is None else self.transactions.to_dict(),
             "rpo": {"total": self.totals(), "partitions": [asdict(r) for r in self.rpo]},
             "time_to_ready_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+            "time_to_ready_total_s": round(self.time_to_ready_s, 3),
             "time_to_ready_leaves_out": "detecting the disaster, stopping producers, repointing clients",
             "groups": [asdict(p) for p in self.placements],
             "verify": self.verify,
             "drill_groups_kept": self.kept_groups,
+            "delete_kept_groups": self.delete_command or None,
         }
 
     def to_json(self) -> str:
@@ -197,32 +218,37 @@ class DrillReport:
 
     def markdown(self) -> str:
         """The human-readable report."""
-        total = self.totals()
         outcome = "PASSED" if self.passed else "FAILED"
+        if self.warnings:
+            outcome += f" with {len(self.warnings)} warning{'s' if len(self.warnings) > 1 else ''}"
         lines = [
             f"# DR drill {self.drill_id} of {self.connector}: {outcome}",
             "",
             f"Started {self.started}; the cut was read within {self.window_s:.3f} s.",
             "",
         ]
+        lines += [f"**Warning:** {w}" for w in self.warnings]
+        if self.warnings:
+            lines.append("")
         if self.transactions is not None:
             lines += [f"**Source transactions:** {self.transactions.describe()}", ""]
+        lines += [f"**RPO at the cut:** {self.rpo_sentence()}", ""]
         lines += [
-            f"**RPO at the cut:** {total['records']:.0f} records, {total['bytes']:.0f} bytes, "
-            f"{total['seconds']:.1f} s of data not yet mirrored.",
-            "",
-            "| source partition | mirrored to | source end | records | bytes | seconds |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |",
+            "| source partition | mirrored to | source end | records not mirrored | their bytes "
+            "| oldest of them written (s before the cut) | mirror last committed (s before the cut) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         lines += [
             f"| {r.topic}-{r.partition} | {r.mirrored_to} | {r.source_end} | {r.records} | {r.bytes} "
-            f"| {r.seconds:.1f} |"
+            f"| {f'{r.seconds:.1f}' if r.records else '-'} "
+            f"| {'-' if r.last_commit_s is None else f'{r.last_commit_s:.1f}'} |"
             for r in self.rpo
         ]
-        parts = ", ".join(f"{k} {v:.3f} s" for k, v in self.timings_s.items())
+        parts = " + ".join(f"{k} {v:.3f} s" for k, v in self.timings_s.items())
+        total_line = f"{parts} = **{self.time_to_ready_s:.3f} s**" if parts else "-"
         lines += [
             "",
-            f"**Time to ready:** {parts or '-'} (leaves out detecting the disaster, stopping producers, "
+            f"**Time to ready:** {total_line} (leaves out detecting the disaster, stopping producers, "
             "repointing clients).",
             "",
         ]
@@ -248,7 +274,24 @@ class DrillReport:
             ]
         if self.failures:
             lines += ["", "**Failures:**", *(f"- {f}" for f in self.failures)]
+        if self.delete_command:
+            lines += ["", f"The drill groups were kept. Delete them when done: `{self.delete_command}`"]
         return "\n".join(lines)
+
+    def rpo_sentence(self) -> str:
+        """The RPO in records, and what each age means."""
+        total = self.totals()
+        records = int(total["records"])
+        if not records:
+            said = "nothing: every committed source record was mirrored."
+        else:
+            said = (
+                f"{records} committed source records ({total['bytes']:.0f} bytes) not yet mirrored; the oldest of "
+                f"them was written {total['seconds']:.1f} s before the cut (by its record timestamp)."
+            )
+        if total["last_commit_s"] >= 0:
+            said += f" The mirror last committed {total['last_commit_s']:.1f} s before the cut (its stalest partition)."
+        return said
 
 
 class Drill:
@@ -277,6 +320,10 @@ class Drill:
         self.keep = keep
         self.say = say
         self._client_id = f"{config.name}-drill"
+        #: Per partition, the source offsets of the committed records not yet mirrored at the cut.
+        self._unmirrored: dict[TargetPartition, array[int]] = {}
+        #: Per partition, the timestamp of its newest offset sync (about the mirror's last commit there).
+        self._last_commit_ms: dict[TargetPartition, int] = {}
 
     def run(self) -> DrillReport:
         """Run the drill; the report says how it went (``passed``). DrillRefused before anything is
@@ -290,18 +337,27 @@ class Drill:
             listed = list_groups(source_admin, "source", _PROBE_S)
         except ClusterUnreachable as exc:
             raise DrillRefused(
-                f"the source cluster {cfg.source_bootstrap} does not answer ({exc}): a drill cannot measure the RPO "
-                "without it, and reports none rather than a false one"
+                f"the source cluster {cfg.source_alias} of connector {cfg.name} ({cfg.source_bootstrap}) does not "
+                f"answer ({exc}): a drill cannot measure the RPO without it, and reports none rather than a false one"
             ) from exc
         selected = self._select(listed)
+        self._require_syncs()
         index, ends, mirrored = self._cut(report)
         self._measure_rpo(report, index, ends, mirrored)
+        self._check_mirror(report)
         try:
             placed = self._place(report, index, mirrored, selected)
             self._canary(report, placed)
         finally:
+            copies = sorted({p.drill_group for p in report.placements})
             if not self.keep:
-                self._delete(sorted({p.drill_group for p in report.placements}))
+                self._delete(copies)
+            elif copies:
+                report.delete_command = (
+                    f"kafka-consumer-groups.sh --bootstrap-server {cfg.target_bootstrap} --delete "
+                    + " ".join(f"--group {g}" for g in copies)
+                )
+                self.say(f"kept {len(copies)} drill groups on the target; delete them with: {report.delete_command}")
         self._verify(report)
         self._keep_report(report)
         return report
@@ -348,6 +404,7 @@ class Drill:
             )
             index = reader.catch_up()
             report.window_s = time.monotonic() - started
+            self._last_commit_ms = dict(reader.newest_ms)
         finally:
             reader.close()
         mirrored = {tp: commits[tp].offset if tp in commits else 0 for tp in ends}
@@ -378,21 +435,64 @@ class Drill:
             for tp, end in sorted(ends.items()):
                 topic = index.source_topics[tp]
                 rpo = PartitionRpo(topic, tp.partition, mirrored[tp], end)
+                newest_sync = self._last_commit_ms.get(tp)
+                if newest_sync is not None:
+                    rpo.last_commit_s = max(0.0, (cut_ms - newest_sync) / 1000)
                 oldest: int | None = None
+                offsets = self._unmirrored[tp] = array("q")
                 for rec in read_range(source, (topic, tp.partition), (mirrored[tp], end), "source"):
                     rpo.records += 1
                     rpo.bytes += rec.size
+                    offsets.append(rec.offset)
                     oldest = rec.timestamp if oldest is None else min(oldest, rec.timestamp)
                 if oldest is not None:
                     rpo.seconds = max(0.0, (cut_ms - oldest) / 1000)
                 report.rpo.append(rpo)
         finally:
             source.close()
+        self.say(f"RPO at the cut (read within {report.window_s:.3f} s): {report.rpo_sentence()}")
+
+    def _require_syncs(self) -> None:
+        """Refuse, naming the connector, when its offset-syncs topic is not on the target: nothing mirrored yet."""
+        cfg = self.config
+        syncs = cfg.offset_syncs_partition
+        assert syncs is not None  # checked in __init__
+        admin = clients.admin(cfg.target_admin(), self._client_id)
+        try:
+            listed = admin.list_topics(syncs.topic, timeout=30).topics.get(syncs.topic)
+        except KafkaException as exc:
+            raise DrillRefused(f"the target cluster of connector {cfg.name} does not answer: {exc}") from exc
+        if listed is None or listed.error is not None:
+            raise DrillRefused(
+                f"connector {cfg.name} has mirrored nothing yet: its offset-syncs topic {syncs.topic} is not on the "
+                "target cluster (start the mirror first; a drill rehearses a failover of what it copied)"
+            )
+
+    def _check_mirror(self, report: DrillReport) -> None:
+        """Warn when the mirror is not running (its shadow group has no member) or has not committed
+        for a while with records waiting: the drill passes, and the RPO grows with every record."""
+        cfg = self.config
+        group = cfg.shadow_group_id
+        admin = clients.admin(cfg.target_admin(), self._client_id)
+        try:
+            description = admin.describe_consumer_groups([group], request_timeout=30)[group].result()
+            members = len(description.members)
+        except KafkaException as exc:
+            report.warnings.append(f"could not tell whether the mirror runs: describing group {group}: {exc}")
+            return
         total = report.totals()
-        self.say(
-            f"RPO at the cut (read within {report.window_s:.3f} s): {total['records']:.0f} records, "
-            f"{total['bytes']:.0f} bytes, {total['seconds']:.1f} s not yet mirrored"
-        )
+        if not members:
+            report.warnings.append(
+                f"the mirror is not running: its shadow group {group} on the target has no member. The RPO "
+                "grows with every record written to the source until it runs again."
+            )
+        elif total["records"] and total["last_commit_s"] > _LAGGING_S:
+            report.warnings.append(
+                f"the mirror is lagging: {total['records']:.0f} records wait and it last committed "
+                f"{total['last_commit_s']:.0f} s before the cut."
+            )
+        for warning in report.warnings:
+            self.say(f"WARNING: {warning}")
 
     # -- drill groups --------------------------------------------------------------------------------
     def _place(
@@ -413,7 +513,8 @@ class Drill:
                     outcome, detail = "not placed", "no exact target offset (syncs expired or a skipped range)"
                     report.failures.append(f"{group} on {topic}-{partition} at {offset}: {detail}")
                 elif ahead:
-                    outcome, detail = "ahead of the mirror", f"{offset - mirrored[tp]} source offsets in the RPO"
+                    behind = bisect_left(self._unmirrored.get(tp, array("q")), offset)
+                    outcome, detail = "ahead of the mirror", f"it has read {behind} records of the RPO"
                 else:
                     outcome, detail = "exact", ""
                 report.placements.append(
@@ -457,8 +558,10 @@ class Drill:
                 if p.outcome != "exact":
                     continue  # ahead: what it would read next on the source is in the RPO
                 p.canary_records = len(got)
-                if not got:
-                    continue  # the copy is at the target's end: nothing mirrored is left to compare
+                if not got:  # the copy is at the target's end: nothing mirrored is left to compare
+                    p.outcome = "exact, at the end"
+                    p.detail = "it has read everything mirrored: no canary to compare"
+                    continue
                 want = _take(source, (p.source_topic, p.partition), p.source_offset, len(got), "source")
                 difference = _first_difference(got, want)
                 if difference is not None:

@@ -108,13 +108,17 @@ class OffsetSyncReader:
         self.skipped = 0
         #: Records read so far (syncs or not): unchanged between two calls when nothing new was committed.
         self.records_read = 0
+        #: Per target partition, the timestamp of its newest sync: about when the mirror last committed there.
+        self.newest_ms: dict[TargetPartition, int] = {}
 
     def catch_up(self, timeout_s: float = 600.0) -> OffsetIndex:
         """Read every sync committed since the last call."""
-        for read, (key, value, _) in enumerate(self._reader.read_new(timeout_s), 1):
+        for read, (key, value, timestamp_ms) in enumerate(self._reader.read_new(timeout_s), 1):
             self.records_read += 1
             try:
-                self.index.add(OffsetSync.decode(key, value))
+                sync = OffsetSync.decode(key, value)
+                self.index.add(sync)
+                self.newest_ms[sync.target] = max(timestamp_ms, self.newest_ms.get(sync.target, 0))
             except ValueError as exc:
                 self.skipped += 1
                 log.warning("skipping a record of %s that is not an offset sync: %s", self._reader.topic, exc)

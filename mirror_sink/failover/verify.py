@@ -47,6 +47,8 @@ SOURCE_GONE = "source record gone (compaction or retention)"
 TARGET_GONE = "target record gone (retention or compaction)"
 NO_SYNC = "no offset sync (expired, or mirrored before syncs)"
 SKIPPED = "skipped on purpose (offset.gap.policy=skip)"
+#: Each reason in a few words, for the per-partition column of the table.
+SHORT_REASONS = {SOURCE_GONE: "source gone", TARGET_GONE: "target gone", NO_SYNC: "no sync", SKIPPED: "skipped"}
 
 #: A read that gets no record for this long fails (a slow one, under the byte-rate cap, goes on).
 _STALL_S = 120.0
@@ -218,7 +220,7 @@ class VerifyReport:
                     str(p.verified),
                     str(p.bytes),
                     str(p.mismatches),
-                    str(sum(p.unverifiable.values())),
+                    _unverifiable_cell(p.unverifiable),
                     "-" if p.verified_to is None else str(p.verified_to),
                 )
             )
@@ -261,6 +263,15 @@ class VerifyReport:
             },
             indent=2,
         )
+
+
+def _unverifiable_cell(counts: Counter[str]) -> str:
+    """``0``, or the count with its reasons: ``15 (12 source gone, 3 no sync)``."""
+    total = sum(counts.values())
+    if not total:
+        return "0"
+    why = ", ".join(f"{n} {SHORT_REASONS.get(reason, reason)}" for reason, n in sorted(counts.items()) if n)
+    return f"{total} ({why})"
 
 
 class ByteRate:

@@ -5,7 +5,6 @@ behind, and the report is kept on the target. Bad input gets a clear message and
 from __future__ import annotations
 
 import json
-import signal
 import time
 from functools import partial
 from pathlib import Path
@@ -52,30 +51,34 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
     proc = mirror(config).start()
     try:
         wait_until(partial(shadow_caught_up, source, topic, target, target_topic, f"connect-{name}"), 60, "mirrored")
-        # Stall the mirror (SIGSTOP: alive, not reading), then write what it has not copied at the cut.
-        proc.signal(signal.SIGSTOP)
-        now = int(time.time() * 1000)
-        late = [Rec(b"late", b"late-%d" % i, (), now + i, i % PARTITIONS) for i in range(UNMIRRORED * PARTITIONS)]
-        produce(source.bootstrap_servers, topic, late)
-        data = read_all(source.bootstrap_servers, topic)
-        halves = {p: data[p][len(data[p]) // 3].offset for p in range(PARTITIONS)}
-        commit_group_offsets(source.bootstrap_servers, mid, {(topic, p): o for p, o in halves.items()})
-        ends = end_offsets(source.bootstrap_servers, topic)
-        commit_group_offsets(source.bootstrap_servers, ahead, {(topic, p): e for p, e in ends.items()})
-        time.sleep(1)  # the late records are a second old at the cut
-
-        report_path, markdown = tmp_path / "drill.json", tmp_path / "drill.md"
-        result = run_drill(
-            config, tmp_path, "--groups", f"{mid}|{ahead}", "--canary", "5", "--report", str(report_path),
-            "--markdown", str(markdown),
-        )  # fmt: skip
     finally:
-        proc.signal(signal.SIGCONT)
         assert proc.stop() == 0, proc.log_tail()
+    # The mirror stopped, write what it has not copied at the cut.
+    now = int(time.time() * 1000)
+    late = [Rec(b"late", b"late-%d" % i, (), now + i, i % PARTITIONS) for i in range(UNMIRRORED * PARTITIONS)]
+    produce(source.bootstrap_servers, topic, late)
+    data = read_all(source.bootstrap_servers, topic)
+    halves = {p: data[p][len(data[p]) // 3].offset for p in range(PARTITIONS)}
+    commit_group_offsets(source.bootstrap_servers, mid, {(topic, p): o for p, o in halves.items()})
+    ends = end_offsets(source.bootstrap_servers, topic)
+    commit_group_offsets(source.bootstrap_servers, ahead, {(topic, p): e for p, e in ends.items()})
+    time.sleep(1)  # the late records are a second old at the cut
+
+    report_path, markdown = tmp_path / "drill.json", tmp_path / "drill.md"
+    result = run_drill(
+        config, tmp_path, "--groups", f"{mid}|{ahead}", "--canary", "5", "--report", str(report_path),
+        "--markdown", str(markdown), "--keep",
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(report_path.read_text())
     assert report["schema"] == SCHEMA and report["outcome"] == "passed", result.stdout
-    assert markdown.read_text().startswith(f"# DR drill {report['drill_id']} of {name}: PASSED")
+    assert markdown.read_text().startswith(f"# DR drill {report['drill_id']} of {name}: PASSED with 1 warning")
+    # The mirror is stopped: the drill passes (its copy is exact) and says so, with the RPO growing.
+    assert report["warnings"] == [
+        f"the mirror is not running: its shadow group connect-{name} on the target has no member. The RPO grows "
+        "with every record written to the source until it runs again."
+    ]
+    assert 0 <= report["rpo"]["total"]["last_commit_s"] < 60
 
     # RPO: exactly what was written while the mirror was stalled.
     rpo = report["rpo"]
@@ -92,6 +95,7 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
         "not_at_a_cut": [f"{topic}-{p}" for p in range(PARTITIONS)],
     }
     assert set(report["time_to_ready_s"]) == {"translate", "commit", "first canary read"}
+    assert report["time_to_ready_total_s"] == pytest.approx(sum(report["time_to_ready_s"].values()), abs=0.01)
 
     # Each drill copy of mid starts at exactly the record mid reads next on the source.
     landed = read_all(target.bootstrap_servers, target_topic)
@@ -104,12 +108,12 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
         assert first_on_target.content() == first_on_source.content(), f"partition {p}"
         behind = placed[(ahead, p)]
         assert (
-            behind["outcome"] == "ahead of the mirror" and behind["detail"] == f"{UNMIRRORED} source offsets in the RPO"
+            behind["outcome"] == "ahead of the mirror"
+            and behind["detail"] == f"it has read {UNMIRRORED} records of the RPO"
         )
         # After the last mirrored record (before its transaction's marker): nothing mirrored is skipped.
         # (The mirror copied the late records after the drill, once resumed: they are not the cut's.)
-        at_cut = [r for r in landed[p] if not (r.value or b"").startswith(b"late-")]
-        assert behind["target_offset"] == at_cut[-1].offset + 1
+        assert behind["target_offset"] == landed[p][-1].offset + 1
     assert report["verify"]["mismatches"] == 0 and report["verify"]["verified"] > 0
 
     # The real groups untouched, on both clusters; no drill group left behind.
@@ -118,7 +122,10 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
     }
     on_target = _groups_on(target.bootstrap_servers)
     assert mid not in on_target and ahead not in on_target
-    assert not [g for g in on_target if g.startswith(f"mirror-sink-drill.{report['drill_id']}")], on_target
+    # Kept (--keep), with the command that deletes them.
+    copies = sorted(g for g in on_target if g.startswith(f"mirror-sink-drill.{report['drill_id']}"))
+    assert len(copies) == 2 and report["delete_kept_groups"].endswith(" ".join(f"--group {g}" for g in copies))
+    AdminClient({"bootstrap.servers": target.bootstrap_servers}).delete_consumer_groups(copies)
     # The report is kept on the target, one key per drill.
     kept = read_all(target.bootstrap_servers, drills_topic(alias)).get(0, [])
     assert [json.loads(r.value or b"{}")["drill_id"] for r in kept] == [report["drill_id"]]
@@ -134,5 +141,8 @@ def test_a_drill_says_why_it_cannot_run(
     assert unknown.returncode == 1 and "no consumer group on the source matches 'no-such-group-.*'" in unknown.stdout
     gone = run_drill({**config, "source.cluster.bootstrap.servers": "127.0.0.1:1"}, tmp_path)
     assert gone.returncode == 1 and "cannot measure the RPO" in gone.stdout, gone.stdout + gone.stderr
+    assert f"source cluster source of connector {config['name']}" in gone.stdout
+    never = run_drill({**config, "source.cluster.alias": unique("nosyncs")}, tmp_path)
+    assert never.returncode == 1 and "has mirrored nothing yet" in never.stdout, never.stdout + never.stderr
     off = run_drill({**config, "emit.offset-syncs.enabled": "false"}, tmp_path)
     assert off.returncode == 2 and "emit.offset-syncs.enabled" in off.stdout, off.stdout + off.stderr

@@ -13,7 +13,9 @@ from mirror_sink.failover.verify import (
     SOURCE_GONE,
     TARGET_GONE,
     ByteRate,
+    PartitionVerdict,
     Record,
+    VerifyReport,
     compare_partition,
 )
 
@@ -110,3 +112,12 @@ def test_a_stopping_connector_does_not_sleep_out_the_cap() -> None:
     started = time.monotonic()
     rate.take(10_000, stop)  # 10 s ahead of a 1,000 B/s cap
     assert time.monotonic() - started < 1.0
+
+
+def test_the_table_gives_each_partitions_reasons_for_what_it_could_not_verify() -> None:
+    gone = PartitionVerdict(TargetPartition("src.t", 0), SourcePartition("t", 0), verified=5, verified_to=20)
+    gone.unverifiable.update({SOURCE_GONE: 12, NO_SYNC: 3})
+    clean = PartitionVerdict(TargetPartition("src.t", 1), SourcePartition("t", 1), verified=7, verified_to=7)
+    lines = VerifyReport("m", [gone, clean]).table().splitlines()
+    assert lines[2].endswith("15 (3 no sync, 12 source gone)  20")
+    assert lines[3].split()[4] == "0"
