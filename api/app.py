@@ -38,6 +38,7 @@ from api.models import (
     LoggerLevel,
     Message,
     PluginInfo,
+    ReadinessBody,
     ServerInfo,
     TaskInfo,
     TaskStateBody,
@@ -276,6 +277,11 @@ def create_app(  # noqa: PLR0915 - one flat table of routes reads better than se
         reports = herder.queries.drills(name, fresh=True)
         topic = drills_topic(herder.queries.source_alias(name))
         return ConnectorDrills(drills_topic=topic, drills=[DrillSummary.of(r) for r in reports])
+
+    @app.get("/connectors/{name}/readiness", response_model=ReadinessBody)
+    def get_readiness(name: str) -> ReadinessBody:
+        """The connector's DR readiness score (0-100), its components and the reasons for every point lost."""
+        return ReadinessBody.of(herder.queries.readiness(name))
 
     @app.patch("/connectors/{name}/offsets", response_model=Message)
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mirror_sink.core.states import TargetState
 from mirror_sink.failover.offset_translator import TranslatedOffset
+from mirror_sink.failover.readiness import Readiness
 from mirror_sink.worker import herder_types as domain
 
 ConfigMap = dict[str, Any]
@@ -245,6 +246,28 @@ class TranslatedOffsets(BaseModel):
                 for a in answers
             ],
         )
+
+
+class ReadinessComponent(BaseModel):
+    """One input's share of the DR readiness score."""
+
+    name: str
+    weight: int
+    points: float
+    reasons: list[str]
+
+
+class ReadinessBody(BaseModel):
+    """GET /connectors/{name}/readiness: the score (0-100), its components, and every reason a point was lost."""
+
+    score: int
+    components: list[ReadinessComponent]
+    reasons: list[str]
+
+    @classmethod
+    def of(cls, readiness: Readiness) -> ReadinessBody:
+        """The body of the Herder's readiness."""
+        return cls.model_validate(readiness.to_dict())
 
 
 class Message(BaseModel):

@@ -1,4 +1,5 @@
-"""The worker's live status page (``/ui``): connectors, tasks and traces, lag per partition, throughput.
+"""The worker's live status page (``/ui``): connectors, tasks and traces, DR readiness, lag per partition,
+throughput.
 
 One HTML page with its script inline, no front-end build step. It polls ``/ui/state`` every two
 seconds; the throughput chart is the difference of successive record counts, drawn as SVG.
@@ -88,7 +89,16 @@ function render(state) {
       const key = c.name + "/" + t.id;
       if (t.trace) html += '<tr><td colspan="4">' + failure(t.cause, t.trace, "task", key) + '</td></tr>';
     }
-    html += '</table>' + chart(pts);
+    html += '</table>';
+    const r = c.readiness;
+    html += '<div class="readiness">DR readiness: <b class="readiness-score ' + (r.score >= 80 ? "RUNNING" :
+      r.score >= 50 ? "PAUSED" : "FAILED") + '">' + r.score + '</b>/100';
+    if (r.reasons.length) {
+      html += '<details data-key="' + esc(c.name) + '/readiness"><summary>' + r.reasons.length +
+        ' reasons for the points lost</summary><ul class="readiness-reasons">' +
+        r.reasons.map(x => '<li>' + esc(x) + '</li>').join("") + '</ul></details>';
+    }
+    html += '</div>' + chart(pts);
     html += '<table class="lag"><tr><th>target partition</th><th>lag (records)</th><th>lag (seconds)</th>' +
       '<th>verified to</th></tr>';
     for (const l of c.lag) {
@@ -153,6 +163,7 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                 drills = [DrillSummary.of(r) for r in herder.queries.drills(name)[:3]]
                 mismatches = herder.queries.verify_mismatches(name)
                 versions = herder.queries.transaction_versions(name)
+                readiness = herder.queries.readiness(name)
             except HerderError:
                 continue  # deleted meanwhile
             connectors.append(
@@ -180,6 +191,7 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                     "verified": {f"{t}-{p}": offset for (t, p), offset in verified.items()},
                     "mismatches": mismatches,
                     "drills": [d.model_dump() for d in drills],
+                    "readiness": {"score": readiness.score, "reasons": readiness.reasons()},
                 }
             )
         return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}

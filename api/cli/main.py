@@ -7,6 +7,7 @@ import sys
 from typing import TypeAlias
 
 from api.cli import acls as acls_cli
+from api.cli import audit as audit_cli
 from api.cli import drill as drill_cli
 from api.cli import failback as failback_cli
 from api.cli import failover as failover_cli
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify_cli.add_parser(sub)
     translate_cli.add_parser(sub)
     drill_cli.add_parser(sub)
+    audit_cli.add_parser(sub)
     passwd_cli.add_parser(sub)
     acls_cli.add_parser(sub)
     return parser

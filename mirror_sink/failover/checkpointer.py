@@ -77,6 +77,9 @@ class CheckpointEmitter:
         #: offsets) and its translations: the same again means the same checkpoints, all written.
         self._last_read: tuple[object, ...] | None = None
         self._last_translations: list[Translation] = []
+        #: After each complete round: the selected source groups, how many of them have an exact
+        #: checkpoint on every mirrored partition they committed, and when (monotonic); None before.
+        self.coverage: tuple[int, int, float] | None = None
         self.rounds = 0
         self.rounds_unchanged = 0
         self.checkpoints_written = 0
@@ -130,6 +133,7 @@ class CheckpointEmitter:
             self.rounds_unchanged += 1
             self._sync_groups_when_due(self._last_translations)
             self._last_read = read
+            self._covered(groups, self._last_translations)
             return self._last_translations
         translations: list[Translation] = []
         for group, committed in zip(groups, offsets, strict=True):
@@ -159,7 +163,13 @@ class CheckpointEmitter:
         self._sync_groups_when_due(translations)
         if not reread:  # a round that read the syncs again may find more to read next time: never skipped
             self._last_read, self._last_translations = read, translations
+        self._covered(groups, translations)
         return translations
+
+    def _covered(self, groups: list[str], translations: list[Translation]) -> None:
+        """Note which groups a failover could place exactly now (the readiness score's input)."""
+        missing = {t.group for t in translations if t.target_offset is None}
+        self.coverage = (len(groups), len(groups) - len(missing), time.monotonic())
 
     def _sync_groups_when_due(self, translations: list[Translation]) -> None:
         if self.config.sync_group_offsets and time.monotonic() >= self._next_group_sync:

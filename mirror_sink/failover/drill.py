@@ -50,6 +50,7 @@ from mirror_sink.core.drills import drill_group, drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.audit import report_sha256
 from mirror_sink.failover.failover import create_compacted
 from mirror_sink.failover.groups import (
     ClusterUnreachable,
@@ -168,6 +169,8 @@ class DrillReport:
     warnings: list[str] = field(default_factory=list)
     #: With ``--keep``: the command that deletes the kept drill groups.
     delete_command: str = ""
+    #: The SHA-256 of the report kept before this one (``failover.audit``); None for the first.
+    previous_sha256: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -210,6 +213,7 @@ class DrillReport:
             "verify": self.verify,
             "drill_groups_kept": self.kept_groups,
             "delete_kept_groups": self.delete_command or None,
+            "previous_sha256": self.previous_sha256,
         }
 
     def to_json(self) -> str:
@@ -606,6 +610,9 @@ class Drill:
         cfg = self.config
         topic = drills_topic(cfg.source_alias)
         create_compacted(clients.admin(cfg.target_admin(), self._client_id), topic, cfg.offset_syncs_replication_factor)
+        # Chained to the report kept before it: a report deleted or edited later breaks the next link.
+        kept = read_drills(cfg.target_consumer(), topic, cfg.name, self._client_id)
+        report.previous_sha256 = report_sha256(kept[-1]) if kept else None
         producer = clients.target_producer(cfg.target_producer(), self._client_id, None, cfg.transaction_timeout_ms)
         failed: list[str] = []
         producer.produce(

@@ -10,6 +10,7 @@ from typing import Any
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.metrics import MIRROR
 from mirror_sink.core.states import ConnectorState
+from mirror_sink.failover.readiness import Readiness
 from mirror_sink.worker.connector_runtime import StateInfo
 from mirror_sink.worker.connector_validation import masked
 from mirror_sink.worker.herder_types import (
@@ -23,6 +24,7 @@ from mirror_sink.worker.herder_types import (
     TaskNotFound,
     TaskStatus,
 )
+from mirror_sink.worker.readiness_inputs import readiness
 from mirror_sink.worker.status_store import KafkaStatusBackingStore, assigned_worker
 from mirror_sink.worker.worker import Worker
 
@@ -149,6 +151,10 @@ class HerderQueries:
         """Per task running in this worker, the transaction protocol its producer speaks (2: KIP-890
         part 2, 1, 0: at least once); a task not running here is absent."""
         return self.worker.running(name).transaction_versions()
+
+    def readiness(self, name: str) -> Readiness:
+        """The connector's DR readiness score now, with the reasons for every point lost."""
+        return readiness(self.worker.running(name))
 
     def mirrored_records(self, name: str) -> int:
         """Records the connector has committed to the target in this process."""

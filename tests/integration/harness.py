@@ -685,6 +685,11 @@ def run_verify(config: dict[str, str], workdir: Path, *args: str) -> subprocess.
     return _run_verb("verify", config, workdir, *args)
 
 
+def run_audit(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mirror-sink audit`` for ``config`` with ``args``: its exit code and output."""
+    return _run_verb("audit", config, workdir, *args)
+
+
 def run_translate(config: dict[str, str], workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``mirror-sink translate`` for ``config`` with ``args``: its exit code and output."""
     return _run_verb("translate", config, workdir, *args)

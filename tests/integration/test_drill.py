@@ -22,6 +22,7 @@ from tests.integration.harness import (
     Unique,
     commit_group_offsets,
     mirror_config,
+    run_audit,
     run_drill,
     shadow_caught_up,
     wait_until,
@@ -126,9 +127,14 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
     copies = sorted(g for g in on_target if g.startswith(f"mirror-sink-drill.{report['drill_id']}"))
     assert len(copies) == 2 and report["delete_kept_groups"].endswith(" ".join(f"--group {g}" for g in copies))
     AdminClient({"bootstrap.servers": target.bootstrap_servers}).delete_consumer_groups(copies)
-    # The report is kept on the target, one key per drill.
+    # The report is kept on the target, one key per drill, the first of the connector's audit trail.
     kept = read_all(target.bootstrap_servers, drills_topic(alias)).get(0, [])
     assert [json.loads(r.value or b"{}")["drill_id"] for r in kept] == [report["drill_id"]]
+    assert report["previous_sha256"] is None
+    trail = run_audit(config, tmp_path)
+    assert trail.returncode == 0, trail.stdout + trail.stderr
+    assert "1 drills kept; the last 1 below. Hash chain: **intact**." in trail.stdout
+    assert f"| {report['drill_id']} |" in trail.stdout and "| first |" in trail.stdout
 
 
 def test_a_drill_says_why_it_cannot_run(

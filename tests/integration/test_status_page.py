@@ -108,6 +108,12 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
             == sorted(str(e) for e in ends.values())
         )
     )
+    # DR readiness: no drill yet, so its 25 points are lost, and the page says why.
+    before = client.get(f"/connectors/{good}/readiness").json()
+    assert "drill: no drill in the last 30 days (mirror-sink drill)" in before["reasons"], before
+    assert before["score"] <= 75
+    shown = f'section[data-name="{good}"] .readiness-score'
+    wait.until(lambda d: 0 < int(_first_text(d, shown) or 0) <= 75)
     # A DR drill of the running connector: its outcome and RPO on the page.
     commit_group_offsets(source.bootstrap_servers, f"{good}-app", {(topic, 0): 1, (topic, 1): 1})
     drilled = run_drill({**config, "name": good}, tmp_path, "--groups", f"{good}-app", "--canary", "2")
@@ -119,6 +125,10 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
             == ["passed"]
         )
     )
+    # The passed drill gives the readiness its 25 points back.
+    after = client.get(f"/connectors/{good}/readiness").json()
+    assert after["score"] >= before["score"] + 20 and not [r for r in after["reasons"] if r.startswith("drill:")]
+    wait.until(lambda d: int(_first_text(d, shown) or 0) >= after["score"] - 5)
     # The failed task: its state, then its cause in its own words, then the traceback folded below.
     wait.until(lambda d: "FAILED" in _section(d, bad))
     cause = _first_text(browser, f'section[data-name="{bad}"] .task-cause')

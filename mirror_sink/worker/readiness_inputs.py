@@ -1,0 +1,41 @@
+"""What a running connector knows of its DR readiness, gathered for ``failover.readiness.assess``."""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+from mirror_sink.failover.readiness import Readiness, ReadinessInputs, assess
+from mirror_sink.worker.connector_runtime import ConnectorRuntime
+
+
+def readiness_inputs(runtime: ConnectorRuntime) -> ReadinessInputs:
+    """A snapshot of the runtime's services: lag, kept drills, verification, checkpoints, settings."""
+    cfg = runtime.connector.config
+    services = runtime.services
+    lag = dict(services.lag.last) if services.lag is not None else {}
+    verifier, checkpoints = services.verifier, services.checkpoints
+    coverage = checkpoints.coverage if checkpoints is not None else None
+    return ReadinessInputs(
+        now=datetime.datetime.now(datetime.UTC),
+        lag_seconds=[seconds for _, seconds in lag.values()],
+        drills=services.drills.reports() if services.drills is not None else [],
+        verify_enabled=cfg.verify_enabled,
+        verify_mismatches=verifier.mismatches if verifier is not None else 0,
+        partitions=len(lag),
+        partitions_verified=len(verifier.positions()) if verifier is not None else 0,
+        checkpoints_enabled=cfg.emit_checkpoints and cfg.offset_syncs_partition is not None,
+        groups=None if coverage is None else coverage[0],
+        groups_checkpointed=0 if coverage is None else coverage[1],
+        checkpoint_age_s=None if coverage is None else time.monotonic() - coverage[2],
+        checkpoint_interval_s=cfg.emit_checkpoints_interval_s,
+        exactly_once=cfg.transaction_producer,
+        transactions_whole=cfg.source_transactions_whole,
+        sync_topic_configs=cfg.sync_topic_configs_enabled,
+        sync_topic_acls=cfg.sync_topic_acls_enabled,
+    )
+
+
+def readiness(runtime: ConnectorRuntime) -> Readiness:
+    """The runtime's readiness score now."""
+    return assess(readiness_inputs(runtime))
