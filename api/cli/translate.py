@@ -23,6 +23,8 @@ def _offset(value: str) -> TopicOffset:
     match = _OFFSET.fullmatch(value)
     if match is None:
         raise argparse.ArgumentTypeError(f"{value!r} is not TOPIC:PARTITION:OFFSET")
+    if int(match["offset"]) < -2:
+        raise argparse.ArgumentTypeError(f"{value!r}: an offset is >= 0, or -2 (earliest) or -1 (latest)")
     return TopicOffset(match["topic"], int(match["partition"]), int(match["offset"]))
 
 

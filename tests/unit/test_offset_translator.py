@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from api.cli.main import build_parser
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync, SyncRun
 from mirror_sink.core.partitions import TargetPartition
@@ -116,3 +119,14 @@ def test_identity_policy_names_the_same_topic_on_both_sides() -> None:
     assert mirrored_names(identity, Direction.TARGET_TO_SOURCE)("audit") is None
     assert mirrored_names(CONFIG, Direction.TARGET_TO_SOURCE)("src.orders") == "orders"
     assert mirrored_names(CONFIG, Direction.SOURCE_TO_TARGET)("orders") == "src.orders"
+
+
+def test_the_command_line_reads_topic_partition_offset_and_refuses_anything_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = build_parser().parse_args(["translate", "c.json", "--offset", "orders.v2:3:-2", "--offset", "a_b-c:0:17"])
+    assert args.offset == [TopicOffset("orders.v2", 3, -2), TopicOffset("a_b-c", 0, 17)]
+    for bad in ("orders:0", "orders:x:1", "orders:0:-5", "or ders:0:1"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["translate", "c.json", "--offset", bad])
+    assert "is not TOPIC:PARTITION:OFFSET" in capsys.readouterr().err
