@@ -12,7 +12,8 @@ What Spark keeps, and what is rewritten (a local or mounted directory):
   ``{"topic": {"partition": offset}}``, offsets being the next record to read. On restart Spark
   reads the newest batch and the one before it (it re-runs the newest unless ``commits/<batch>``
   says it finished), so those two must translate exactly, or nothing is written. An older batch
-  that cannot is left out of the copy: Spark never reads it again.
+  that cannot is left out of the copy, with every batch before it and their ``commits/<batch>``
+  (the logs stay contiguous, as Spark's own purge leaves them): Spark never reads them again.
 - ``sources/<n>/0``: a Kafka source's first offsets (a zero byte, ``v1``, JSON), read only by a
   query with no batch yet. Translated when exact; otherwise the oldest kept batch's offsets stand in.
 - Hadoop's ``.<file>.crc`` checksums of rewritten files are left out (Hadoop skips the check of a
@@ -28,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,9 @@ def rewrite_checkpoint(
     new_text: dict[Path, str | bytes] = {}
     oldest_kept: dict[int, KafkaOffsets] = {}  # source index -> the oldest kept batch's translated offsets
     for batch in sorted(logs, reverse=True):
+        if report.dropped_batches:  # older than one left out: left out too, so the logs stay contiguous
+            report.dropped_batches.append(batch)
+            continue
         entry = _LogFile.read(logs[batch])
         lines, batch_rewrites = [], []
         for i, line in enumerate(entry.sources):
@@ -239,6 +243,23 @@ def rewrite_checkpoint(
             report.dropped_batches.append(batch)
     if not report.rewritten:
         raise CheckpointRefused(f"{checkpoint} has no Kafka source this connector mirrors a topic of")
+    _rewrite_first_offsets(translate, checkpoint, report, oldest_kept, new_text)
+    report.target_topics = {t.answer.topic for r in report.rewritten for t in r.translations if t.answer is not None}
+    report.dropped_batches.sort()
+    if not dry_run:
+        dropped = {Path(log) / str(b) for b in report.dropped_batches for log in ("offsets", "commits")}
+        _write_copy(checkpoint, out, new_text, dropped)
+    return report
+
+
+def _rewrite_first_offsets(
+    translate: Translate,
+    checkpoint: Path,
+    report: CheckpointRewrite,
+    oldest_kept: Mapping[int, KafkaOffsets],
+    new_text: dict[Path, str | bytes],
+) -> None:
+    """Each Kafka source's ``sources/<n>/0``, translated (or the oldest kept batch's offsets)."""
     for source_dir in sorted((checkpoint / "sources").glob("*")):
         first = source_dir / "0"
         parsed = _initial_offsets_file(first) if first.is_file() and source_dir.name.isdigit() else None
@@ -252,14 +273,7 @@ def rewrite_checkpoint(
         else:
             value = oldest_kept.get(int(source_dir.name), {})
             report.first_offsets_from_batch.append(rewrite.where)
-        new_text[Path("sources") / source_dir.name / "0"] = (
-            prefix + f"{version}\n{json.dumps(value, separators=(',', ':'))}".encode()
-        )
-    report.target_topics = {t.answer.topic for r in report.rewritten for t in r.translations if t.answer is not None}
-    report.dropped_batches.sort()
-    if not dry_run:
-        _write_copy(checkpoint, out, new_text, dropped={Path("offsets") / str(b) for b in report.dropped_batches})
-    return report
+        new_text[Path("sources") / source_dir.name / "0"] = prefix + f"{version}\n{_compact(value)}".encode()
 
 
 def _write_copy(checkpoint: Path, out: Path, new_text: dict[Path, str | bytes], dropped: set[Path]) -> None:

@@ -58,6 +58,7 @@ def test_the_newest_batches_are_translated_into_a_copy_and_the_original_is_untou
     assert (out / "offsets" / "1").read_text().endswith('{"src.orders":{"0":1020,"1":1030}}\n-')
     # Batch 0 is older than the syncs kept: Spark never reads it again, so it is left out.
     assert not (out / "offsets" / "0").exists() and report.dropped_batches == [0]
+    assert not (out / "commits" / "0").exists() and (out / "commits" / "1").exists(), "both logs alike"
     # Rewritten files lose their checksums; every other file is copied as it was.
     assert not (out / "offsets" / ".2.crc").exists()
     assert (out / "commits" / ".1.crc").read_bytes() == b"crc" and (out / "metadata").read_text() == '{"id":"q-1"}\n'
