@@ -11,7 +11,7 @@ from mirror_sink.core import clients
 from mirror_sink.core.authorization import principal_of
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.topics.required_acls import required_acls, verify_and_drill_acls
+from mirror_sink.topics.required_acls import required_acls, source_fence_acls, verify_and_drill_acls
 from mirror_sink.topics.source_discovery import SourceDiscovery
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         except TaskFailure as exc:
             log.error("cannot list the source topics (give them with --topics): %s", exc)
             return 1
-    acls = required_acls(config, topics) + verify_and_drill_acls(config)
+    acls = required_acls(config, topics) + verify_and_drill_acls(config) + source_fence_acls()
     principals = {"source": principal_of(config.source_admin()), "target": principal_of(config.target_admin())}
     print(f"{'cluster':<7} {'operation':<16} {'resource':<17} {'name':<48} {'pattern':<8} {'needed':<8} why")
     for a in acls:

@@ -12,6 +12,7 @@ from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.failover.failover import Failover
 from mirror_sink.failover.failover_plan import FailoverRefused
+from mirror_sink.failover.source_fence import lift
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="SECONDS",
         help="first wait up to this long for the mirror to reach the source's last stable offsets (refuse if not)",
     )
+    p.add_argument(
+        "--fence-source",
+        action="store_true",
+        help="planned mode only: before the cut, fence the producers of the mirrored topics on the source "
+        "(transactional ones by their epoch; every principal by a DENY WRITE ACL where the source has an "
+        "authorizer, lifted by the failback), then report records written after the cut",
+    )
+    p.add_argument(
+        "--lift-source-fence",
+        action="store_true",
+        help="lift the DENY WRITE ACLs --fence-source added (after a failover that did not finish, to give the "
+        "source back to its producers); nothing else",
+    )
     p.set_defaults(func=main)
 
 
@@ -51,7 +65,11 @@ def main(args: argparse.Namespace) -> int:
         log.error("invalid --groups regex %r: %s", args.groups, exc)
         return 2
     failover = Failover(config)
+    if args.lift_source_fence:
+        return _lift(failover, args)
     try:
+        if args.fence_source:
+            failover.fence_source(args.groups, dry_run=args.dry_run)
         plan = failover.plan(args.groups, args.wait_caught_up)
         print(plan.table(), flush=True)
         if args.dry_run:
@@ -60,6 +78,36 @@ def main(args: argparse.Namespace) -> int:
         moved = failover.commit(plan)
     except (FailoverRefused, TaskFailure) as exc:
         print(f"failover refused: {exc}", flush=True)
+        if failover.write_denied:
+            print(
+                f"the source stays fenced (writes denied on {', '.join(failover.write_denied)}): run the failover "
+                "again to finish it, or lift the fence with --lift-source-fence",
+                flush=True,
+            )
         return 1
     print(f"failover done: {moved} groups moved ({plan.mode} mode)")
+    if args.fence_source and failover.recorded is not None:
+        late = failover.late_records(failover.recorded)
+        for line in late:
+            print(f"late: {line}", flush=True)
+        print(
+            f"records written on the source after the cut: {'none' if not late else f'on {len(late)} partitions'}"
+            + ("" if not late else " (not lost: the mirror copies them while it runs, a failback keeps them after)"),
+            flush=True,
+        )
+    return 0
+
+
+def _lift(failover: Failover, args: argparse.Namespace) -> int:
+    """``--lift-source-fence``: the DENY WRITE ACLs off every mirrored source topic."""
+    try:
+        topics = failover.mirrored_topics()
+        if args.dry_run:
+            print(f"dry run: would lift the write fence on {', '.join(topics)}")
+            return 0
+        lifted = lift(failover.config, topics, f"{failover.config.name}-failover")
+    except (FailoverRefused, TaskFailure) as exc:
+        print(f"lifting the source fence refused: {exc}", flush=True)
+        return 1
+    print(f"lifted {lifted} DENY WRITE ACLs on {', '.join(topics)}", flush=True)
     return 0

@@ -43,6 +43,7 @@ from mirror_sink.failover.failover_plan import FailoverPlan
 from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
 from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
 from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, read_failovers
+from mirror_sink.failover.source_fence import lift
 from mirror_sink.failover.translation import Translation
 from mirror_sink.failover.verify import watermarks
 from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
@@ -92,6 +93,11 @@ class Failback:
             clients.admin(cfg.target_admin(), self._client_id),
             configs_synced=cfg.sync_topic_configs_enabled,
         )
+        if record.write_denied:
+            self.say(
+                f"the failover fenced writes on the old primary's {', '.join(record.write_denied)}: the failback "
+                "lifts that before its reverse link writes home (keep producers off the old primary until --finish)"
+            )
         return FailbackPlan(record, report, drift, reverse, start)
 
     def reverse(self) -> MirrorSinkConfig:
@@ -100,7 +106,12 @@ class Failback:
 
     def start(self, plan: FailbackPlan) -> DivergenceReport:
         """Keep the diverged records and start the reverse link at the cut, in one transaction on the
-        old primary: a failure keeps nothing and starts nothing, so the failback can simply run again."""
+        old primary: a failure keeps nothing and starts nothing, so the failback can simply run again.
+        A write fence the failover put on the old primary (``--fence-source``) is lifted first: the
+        reverse link writes home under it."""
+        if plan.record.write_denied:
+            lifted = lift(self.forward, plan.record.write_denied, self._client_id)
+            self.say(f"lifted the failover's write fence on {', '.join(plan.record.write_denied)} ({lifted} ACLs)")
         report = self._divergence(plan.record, keep=True, start=plan.start)
         starts = len(plan.start.offsets)
         self.say(f"reverse link {plan.reverse['name']}: {starts} partitions start at the failover's cut")

@@ -28,11 +28,13 @@ from mirror_sink.failover.failover_plan import FailoverPlan, FailoverPlanner, Fa
 from mirror_sink.failover.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
 from mirror_sink.failover.groups import (
     IDLE_STATES,
+    ClusterUnreachable,
     GroupActive,
     commit_offsets,
     committed_offsets,
     list_groups,
 )
+from mirror_sink.failover.source_fence import SourceFence, SourceFenceReport
 from mirror_sink.failover.translation import Translation
 from mirror_sink.task.takeover_fence import TakeoverFence
 
@@ -53,8 +55,53 @@ class Failover:
         self.say = say
         #: How messages name the cluster the groups move to ("the old primary" in a failback).
         self.destination = destination
+        #: Source topics ``fence_source`` denied writes to: recorded, for the failback to lift.
+        self.write_denied: tuple[str, ...] = ()
+        #: The record the last ``commit`` wrote.
+        self.recorded: FailoverRecord | None = None
         self._client_id = f"{config.name}-failover"
         self._planner = FailoverPlanner(config, say, untranslated=untranslated)
+
+    def fence_source(self, groups: str | None, *, dry_run: bool) -> SourceFenceReport:
+        """``--fence-source``: every check that needs no cut first (nothing written when one refuses,
+        the target's groups included), then the source's producers fenced (``source_fence``). The
+        topics it denied writes to go into the failover record, for the failback to lift."""
+        try:
+            selected, partitions = self._planner.preflight(groups)
+        except ClusterUnreachable as exc:
+            raise FailoverRefused(
+                f"the source cluster {self.config.source_alias} does not answer ({exc}): --fence-source needs it, "
+                "and a disaster failover (the source gone) has nothing to fence"
+            ) from exc
+        self._refuse_active(set(selected))
+        report = SourceFence(self.config, self.say).run(partitions, dry_run=dry_run)
+        if not dry_run:
+            self.write_denied = tuple(report.denied_topics)
+        return report
+
+    def mirrored_topics(self) -> list[str]:
+        """The source topics the connector mirrors (the source is asked)."""
+        return sorted({topic for topic, _ in self._planner.mirrored()})
+
+    def late_records(self, record: FailoverRecord) -> list[str]:
+        """Source records written after the cut (past what the mirror had copied then), per partition
+        with their offsets: never lost, but the groups moved before them. They reach the target only if
+        the mirror still runs; otherwise a failback keeps them."""
+        reader = end_reader(self.config.source_consumer(), f"{self._client_id}-late")
+        late = []
+        try:
+            for cut in record.cuts:
+                if cut.mirrored_to is None:
+                    continue
+                end = stable_end(reader, cut.source_topic, cut.target.partition)
+                if end > cut.mirrored_to:
+                    late.append(
+                        f"{cut.source_topic}-{cut.target.partition}: offsets {cut.mirrored_to}..{end - 1} "
+                        f"({end - cut.mirrored_to} offsets) written on the source after the cut"
+                    )
+        finally:
+            reader.close()
+        return late
 
     def plan(self, groups: str | None, wait_caught_up_s: float) -> FailoverPlan:
         """Decide every group's target position; FailoverRefused when any cannot be moved."""
@@ -87,6 +134,7 @@ class Failover:
                 f"every group moved, but the failover record could not be written to the target ({exc}); run "
                 "failover again to write it: the groups are in place, nothing moves twice"
             ) from exc
+        self.recorded = record
         cut = sum(1 for c in record.cuts if c.unmirrored)
         self.say(
             f"recorded failover {record.failover_id} in {failovers_topic(self.config.source_alias)}: "
@@ -133,6 +181,7 @@ class Failover:
             _cluster_id(target_admin),
             tuple(self._cuts(plan)),
             tuple(groups.values()),
+            self.write_denied,
         )
         topic = failovers_topic(cfg.source_alias)
         create_compacted(target_admin, topic, cfg.offset_syncs_replication_factor)

@@ -107,6 +107,25 @@ class FailoverPlanner:
             return self._from_checkpoints(pattern)
         return self._from_syncs(pattern, source_groups, wait_caught_up_s, source_admin)
 
+    def preflight(self, groups: str | None) -> tuple[list[str], list[tuple[str, int]]]:
+        """The checks of a planned failover that need no cut, and nothing written: the offset syncs on
+        and the selected source groups (FailoverRefused otherwise, ClusterUnreachable without the
+        source). Returns the selected groups and the mirrored source partitions, for the source fence,
+        which must not write before a refusal that could have been foreseen."""
+        if self.config.offset_syncs_partition is None:
+            raise FailoverRefused(
+                "offset syncs are off (emit.offset-syncs.enabled=false or transaction.producer=false)"
+            )
+        pattern = re.compile(groups) if groups else None
+        source_admin = clients.admin(self.config.source_admin(), self._client_id)
+        selected = self._select(pattern, list_groups(source_admin, "source", _SOURCE_PROBE_S))
+        return selected, self.mirrored(source_admin)
+
+    def mirrored(self, source_admin: AdminClient | None = None) -> list[tuple[str, int]]:
+        """Every source partition the connector mirrors (the source is asked)."""
+        admin = source_admin or clients.admin(self.config.source_admin(), self._client_id)
+        return sorted(self._mapped_partitions(admin))
+
     # -- planned: exact, from the offset syncs ---------------------------------------------------
     def _from_syncs(
         self, pattern: re.Pattern[str] | None, source_groups: dict[str, str], wait_s: float, source_admin: AdminClient

@@ -12,7 +12,8 @@ of it). Key and value are JSON, readable with ``kafka-console-consumer``. One fa
   record would have taken, the target's and, where it could be read, the source's last stable
   offset;
 - per **group moved**, the target offsets committed and, in a disaster failover, each checkpoint's
-  age.
+  age;
+- with ``--fence-source``, the source topics it denied writes to (the failback lifts that).
 
 Each key names the connector and the failover id, so compaction keeps every failover ever done.
 """
@@ -79,6 +80,8 @@ class FailoverRecord:
     target_cluster_id: str | None
     cuts: tuple[PartitionCut, ...]
     groups: tuple[GroupMove, ...]
+    #: Source topics ``--fence-source`` denied every principal's writes to; the failback lifts it.
+    write_denied: tuple[str, ...] = ()
 
     @staticmethod
     def new_id() -> str:
@@ -107,6 +110,7 @@ class FailoverRecord:
             "topics": len(by_topic),
             "partitions": len(self.cuts),
             "groups": sorted(m.group for m in self.groups),
+            "source_write_denied": sorted(self.write_denied),
         }
         out.append((self._key(), _json(summary)))  # last: a reader needs it to take the rest
         return out
@@ -152,6 +156,7 @@ def read_records(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[t
             s.get("target_cluster_id"),
             tuple(cuts.get(which, [])),
             tuple(moves.get(which, [])),
+            tuple(s.get("source_write_denied", [])),
         )
         for which, s in summaries.items()
     }

@@ -194,3 +194,23 @@ def verify_and_drill_acls(config: MirrorSinkConfig) -> list[RequiredAcl]:
     ]  # fmt: skip
     # Not needed to mirror: "optional" in the table, for the principal that runs verify and drill.
     return [replace(a, required=False) for a in acls]
+
+
+def source_fence_acls() -> list[RequiredAcl]:
+    """What ``mirror-sink failover --fence-source`` needs on the source beyond ``required_acls`` (the
+    mirror's principal reads the topics already, which DescribeProducers asks)."""
+    acls = [
+        RequiredAcl(
+            "source", "DESCRIBE", "TRANSACTIONAL_ID", "*", "LITERAL",
+            "failover --fence-source: find the transactional ids of the topics' producers",
+        ),
+        RequiredAcl(
+            "source", "WRITE", "TRANSACTIONAL_ID", "*", "LITERAL",
+            "failover --fence-source: fence those producers (InitProducerId)",
+        ),
+        RequiredAcl(
+            "source", "ALTER", "CLUSTER", "kafka-cluster", "LITERAL",
+            "failover --fence-source: deny writes to the topics; failback: lift that",
+        ),
+    ]  # fmt: skip
+    return [replace(a, required=False) for a in acls]

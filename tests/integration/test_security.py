@@ -10,7 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -20,7 +28,8 @@ from devkafka.data import Rec, committed_offsets, create_topic, produce, read_al
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.topics.required_acls import verify_and_drill_acls
+from mirror_sink.failover.failover_record import failovers_topic
+from mirror_sink.topics.required_acls import RequiredAcl, source_fence_acls, verify_and_drill_acls
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     FAST_SETTINGS,
@@ -29,11 +38,12 @@ from tests.integration.harness import (
     assert_exact_mirror,
     commit_group_offsets,
     run_drill,
+    run_failover,
     run_verify,
     shadow_caught_up,
     wait_until,
 )
-from tests.integration.secured import acls_for, grant, secured_config
+from tests.integration.secured import acls_for, create_bindings, grant, secured_config
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -316,3 +326,55 @@ def test_get_root_reads_a_secured_targets_cluster_id_with_the_connectors_setting
         )
     finally:
         worker.stop()
+
+
+def test_a_fenced_planned_failover_denies_every_writer_of_the_source_until_lifted(
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """``failover --fence-source`` on a source with an authorizer: an application's idempotent producer,
+    allowed to write, is stopped by a DENY WRITE for every principal; no record lands after the cut;
+    ``--lift-source-fence`` (what the failback does) gives the topic back to it."""
+    topic, name, group = unique("fence"), unique("fence"), unique("fence-app")
+    src = secured_pair.source
+    assert src.security is not None
+    create_topic(src.client_config, topic, 1)
+    produce(src.client_config, topic, [Rec(b"k", b"v%d" % i) for i in range(50)])
+    commit_group_offsets(src.client_config, group, {(topic, 0): 5})
+    config = secured_config(name, secured_pair, topic, "sasl", mirror__mode="raw")
+    parsed = MirrorSinkConfig.parse(config)
+    record = failovers_topic(parsed.source_alias)
+    failover = [
+        RequiredAcl("target", "READ", "GROUP", group, "LITERAL", "failover: commit the moved group"),
+        RequiredAcl("target", "CREATE", "TOPIC", record, "LITERAL", "failover: the failovers topic"),
+        RequiredAcl("target", "WRITE", "TOPIC", record, "LITERAL", "failover: its record"),
+    ]
+    grant(secured_pair, [*acls_for(config, [topic]), *verify_and_drill_acls(parsed), *source_fence_acls(), *failover])
+    app_principal = unique("app")
+    create_bindings(src, [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, f"User:{app_principal}",
+                                     "*", AclOperation.WRITE, AclPermissionType.ALLOW)])  # fmt: skip
+    app = Producer({**src.security.mtls(src.listener("MTLS"), app_principal), "enable.idempotence": True})
+    failed: list[str] = []
+
+    def write(value: bytes) -> None:
+        app.produce(topic, value, on_delivery=lambda err, _: failed.append(err.str()) if err else None)
+        app.flush(30)
+
+    write(b"before")
+    assert not failed, failed
+    proc = mirror(config).start()
+    try:
+        caught_up = partial(shadow_caught_up, src, topic, secured_pair.target, f"source.{topic}", f"connect-{name}")
+        wait_until(caught_up, 90, "mirrored", detail=proc.log_tail)
+        result = run_failover(config, tmp_path, "--groups", group, "--fence-source", "--wait-caught-up", "60")
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"denied WRITE to User:* on {topic} (lifted by the failback)" in result.stdout, result.stdout
+    assert "records written on the source after the cut: none" in result.stdout
+    write(b"after the fence")
+    assert failed and "authoriz" in failed[0].lower(), failed
+    lifted = run_failover(config, tmp_path, "--lift-source-fence")
+    assert lifted.returncode == 0 and f"lifted 1 DENY WRITE ACLs on {topic}" in lifted.stdout, lifted.stdout
+    failed.clear()
+    write(b"after the lift")
+    assert not failed, failed
