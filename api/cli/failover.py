@@ -86,8 +86,8 @@ def main(args: argparse.Namespace) -> int:
             )
         return 1
     print(f"failover done: {moved} groups moved ({plan.mode} mode)")
-    if args.fence_source and failover.recorded is not None:
-        late = failover.late_records(failover.recorded)
+    if args.fence_source:
+        late = failover.late_records(plan)
         for line in late:
             print(f"late: {line}", flush=True)
         print(

@@ -57,8 +57,6 @@ class Failover:
         self.destination = destination
         #: Source topics ``fence_source`` denied writes to: recorded, for the failback to lift.
         self.write_denied: tuple[str, ...] = ()
-        #: The record the last ``commit`` wrote.
-        self.recorded: FailoverRecord | None = None
         self._client_id = f"{config.name}-failover"
         self._planner = FailoverPlanner(config, say, untranslated=untranslated)
 
@@ -83,21 +81,19 @@ class Failover:
         """The source topics the connector mirrors (the source is asked)."""
         return sorted({topic for topic, _ in self._planner.mirrored()})
 
-    def late_records(self, record: FailoverRecord) -> list[str]:
-        """Source records written after the cut (past what the mirror had copied then), per partition
-        with their offsets: never lost, but the groups moved before them. They reach the target only if
-        the mirror still runs; otherwise a failback keeps them."""
+    def late_records(self, plan: FailoverPlan) -> list[str]:
+        """Source records written after the cut (past the source's last stable offsets the mirror was
+        found at), per partition with their offsets: never lost, but the groups moved before them. They
+        reach the target only while the mirror still runs; otherwise a failback keeps them."""
         reader = end_reader(self.config.source_consumer(), f"{self._client_id}-late")
         late = []
         try:
-            for cut in record.cuts:
-                if cut.mirrored_to is None:
-                    continue
-                end = stable_end(reader, cut.source_topic, cut.target.partition)
-                if end > cut.mirrored_to:
+            for (topic, partition), at_cut in sorted(plan.source_cut.items()):
+                end = stable_end(reader, topic, partition)
+                if end > at_cut:
                     late.append(
-                        f"{cut.source_topic}-{cut.target.partition}: offsets {cut.mirrored_to}..{end - 1} "
-                        f"({end - cut.mirrored_to} offsets) written on the source after the cut"
+                        f"{topic}-{partition}: offsets {at_cut}..{end - 1} ({end - at_cut} offsets) written on the "
+                        "source after the cut"
                     )
         finally:
             reader.close()
@@ -134,7 +130,6 @@ class Failover:
                 f"every group moved, but the failover record could not be written to the target ({exc}); run "
                 "failover again to write it: the groups are in place, nothing moves twice"
             ) from exc
-        self.recorded = record
         cut = sum(1 for c in record.cuts if c.unmirrored)
         self.say(
             f"recorded failover {record.failover_id} in {failovers_topic(self.config.source_alias)}: "

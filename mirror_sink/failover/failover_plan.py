@@ -53,6 +53,9 @@ class FailoverPlan:
     #: topic: what the failover record describes.
     index: OffsetIndex | None = None
     mirrored: dict[TargetPartition, str] = field(default_factory=dict)
+    #: Planned mode: each mirrored source partition's last stable offset when the mirror was found
+    #: there (or last compared): what the source had at the cut.
+    source_cut: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def table(self) -> str:
         """The plan as a table for operators."""
@@ -136,7 +139,7 @@ class FailoverPlanner:
                 "offset syncs are off (emit.offset-syncs.enabled=false or transaction.producer=false)"
             )
         mapped = self._mapped_partitions(source_admin)
-        self._wait_caught_up(mapped, wait_s)
+        source_cut = self._wait_caught_up(mapped, wait_s)
         reader = OffsetSyncReader(self.config.target_consumer(), syncs.topic, f"{self._client_id}-syncs")
         try:
             index = reader.catch_up()
@@ -185,6 +188,7 @@ class FailoverPlanner:
         plan.behind = _records_behind(translations, index)
         plan.index = index
         plan.mirrored = {target: topic for (topic, _), target in mapped.items()}
+        plan.source_cut = source_cut
         return plan
 
     def _mapped_partitions(self, source_admin: AdminClient) -> dict[tuple[str, int], TargetPartition]:
@@ -212,8 +216,11 @@ class FailoverPlanner:
             out.append(dataclasses.replace(t, target_offset=s.checkpoint.downstream_offset) if exact and s else t)
         return out
 
-    def _wait_caught_up(self, mapped: dict[tuple[str, int], TargetPartition], wait_s: float) -> None:
-        """Until the shadow group holds each mapped partition's last stable offset (or ``wait_s`` is up)."""
+    def _wait_caught_up(
+        self, mapped: dict[tuple[str, int], TargetPartition], wait_s: float
+    ) -> dict[tuple[str, int], int]:
+        """Until the shadow group holds each mapped partition's last stable offset (or ``wait_s`` is up);
+        the source's last stable offsets it compared last: the cut, on the source's side."""
         deadline = Deadline(wait_s)
         source = end_reader(self.config.source_consumer(), self._client_id)
         try:
@@ -226,13 +233,14 @@ class FailoverPlanner:
                     "target",
                 )
                 behind = {}
+                ends = {}
                 for (topic, partition), target in mapped.items():
-                    end = stable_end(source, topic, partition)
+                    end = ends[(topic, partition)] = stable_end(source, topic, partition)
                     if end > shadow.get(target, 0):
                         behind[f"{topic}-{partition}"] = end - shadow.get(target, 0)
                 if not behind:
                     self.say("the mirror has reached the source's last stable offsets")
-                    return
+                    return ends
                 if deadline.passed:
                     if wait_s > 0:
                         worst = ", ".join(f"{k} by {v}" for k, v in sorted(behind.items())[:10])
@@ -241,7 +249,7 @@ class FailoverPlanner:
                         )
                     total = sum(behind.values())
                     self.say(f"note: the mirror is {total} offsets behind the source on {len(behind)} partitions")
-                    return
+                    return ends
                 self.say(f"waiting for the mirror: {sum(behind.values())} offsets behind on {len(behind)} partitions")
                 time.sleep(min(2.0, deadline.left(0.1)))
         finally:

@@ -21,6 +21,7 @@ from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     Unique,
+    assert_refused_alike,
     commit_group_offsets,
     mirror_config,
     run_failover,
@@ -58,6 +59,13 @@ def test_a_fenced_planned_failover_aborts_an_open_transaction_and_names_late_rec
         txn.begin_transaction()
         txn.produce(topic, b"never-committed", partition=0)
         txn.flush(30)
+        # A refusal that needs no cut comes before the fence: nothing is written on the source (the
+        # open transaction would get its abort marker), and the dry run refuses alike.
+        token = topic.rsplit("-", 1)[-1]
+        assert_refused_alike(
+            run_failover, config, tmp_path, "--groups", "no-such-group-.*", "--fence-source",
+            says="no consumer group on the source matches", clusters=[source], token=token,
+        )  # fmt: skip
         writer = Producer({"bootstrap.servers": source.bootstrap_servers, "enable.idempotence": True})
 
         def write() -> None:
