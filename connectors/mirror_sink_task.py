@@ -101,6 +101,9 @@ class MirrorSinkTask:
                 run = TaskRun(self.config, self.slot, self.log, record_mode=record_mode)
                 self._mirror(run)
                 run.close()
+                # Only now: the member has left the shadow group, so a stopped connector's group is
+                # empty for an offsets change (KIP-875) the moment its tasks say STOPPED.
+                self.state = TaskState.STOPPED
                 return
             except SwitchToRecordMode as exc:
                 # Everything is committed: the record path goes on from the committed offsets.
@@ -135,7 +138,6 @@ class MirrorSinkTask:
         ownership.subscribe()
         self.state = TaskState.RUNNING
         Cycle(run, ownership, self.counters, self.task_id).loop(self._stop, self._new_mappings)
-        self.state = TaskState.STOPPED
 
     def _fail(self, exc: Exception, run: TaskRun | None) -> None:
         self.state = TaskState.FAILED

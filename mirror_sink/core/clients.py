@@ -49,34 +49,49 @@ def source_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> C
     )
 
 
-def coordination_consumer(user: Mapping[str, str], group_id: str, client_id: str) -> Consumer:
+def coordination_consumer(
+    user: Mapping[str, str], group_id: str, client_id: str, instance_id: str | None = None
+) -> Consumer:
     """The shadow-group member on the target: it decides ownership and fences commits; it never fetches.
 
-    A dynamic member (no ``group.instance.id``): it leaves the group when closed, so a stopped
-    connector's group is empty at once and its offsets can be altered (KIP-875); a crashed task's
-    partitions move after ``session.timeout.ms``, 10 s by default as for Connect's workers.
+    With ``instance_id`` it is a static member (KIP-345), as a worker's task is: a task restarted
+    within its session takes its partitions back at once, with no rebalance, and a coordinator
+    that moves or starves for seconds costs no rebalance either. Its session is Kafka's consumer
+    default, 45 s, as for a Connect sink task's consumer. A static member does not leave the group
+    when closed, so whoever closes it removes it (``mirror_sink.task.static_member``); otherwise a
+    stopped connector's group would stay non-empty (KIP-875) and its partitions held for 45 s.
+
+    Without it (the Spark runtime's lease) it is a dynamic member with a 10 s session, and leaves
+    the group when closed.
     """
-    return Consumer(
-        _with_logger(
-            {
-                "client.id": client_id,
-                "topic.metadata.refresh.interval.ms": 30_000,
-                "session.timeout.ms": 10_000,
-                "heartbeat.interval.ms": 3_000,
-                **user,
-            },
-            {
-                # The rebalance callbacks rely on the classic protocol's eager revoke-all/assign-all.
-                "group.protocol": "classic",
-                "partition.assignment.strategy": "roundrobin",
-                "group.id": group_id,
-                "isolation.level": "read_committed",
-                # Committing this consumer's (meaningless) target positions would overwrite the
-                # source offsets the shadow group holds.
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-            },
-        )
+    return Consumer(coordination_settings(user, group_id, client_id, instance_id))
+
+
+def coordination_settings(
+    user: Mapping[str, str], group_id: str, client_id: str, instance_id: str | None = None
+) -> ClientConfig:
+    """The settings of ``coordination_consumer``: the user's, under those correctness needs."""
+    static: dict[str, object] = {"group.instance.id": instance_id} if instance_id else {}
+    return _with_logger(
+        {
+            "client.id": client_id,
+            "topic.metadata.refresh.interval.ms": 30_000,
+            "session.timeout.ms": 45_000 if instance_id else 10_000,
+            "heartbeat.interval.ms": 3_000,
+            **user,
+        },
+        {
+            # The rebalance callbacks rely on the classic protocol's eager revoke-all/assign-all.
+            "group.protocol": "classic",
+            "partition.assignment.strategy": "roundrobin",
+            "group.id": group_id,
+            "isolation.level": "read_committed",
+            # Committing this consumer's (meaningless) target positions would overwrite the
+            # source offsets the shadow group holds.
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            **static,
+        },
     )
 
 

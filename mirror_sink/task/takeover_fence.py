@@ -14,7 +14,11 @@ never commit it afterwards. The stall is then about a session timeout, not a tra
 
 Safe because the shadow group uses the classic protocol's eager rebalance: every live member gives
 up all its partitions, after ending its cycle, before any member is assigned. A transaction still
-open on a partition when its new owner is assigned is a dead or frozen member's. Fencing a live
+open on a partition when its new owner is assigned is a dead or frozen member's. Static membership
+(``mirror_sink.task.static_member``) keeps this true: a task that comes back within its session is
+handed, without a rebalance, only the partitions it held itself, which no live member was given in
+between, and its own predecessor's transaction is fenced by its producer's InitProducerId under the
+same transactional id. Fencing a live
 slot by mistake would only cost it a producer reset (it never loses or duplicates data), and the
 check is best effort: when it cannot run (an ACL, an old broker), the transaction timeout still
 bounds the stall, and the log says so.

@@ -18,6 +18,7 @@ from mirror_sink.core.data_path import Committer
 from mirror_sink.core.logs import Log
 from mirror_sink.core.preflight import check_cluster
 from mirror_sink.core.source_transactions import SourceTransactions
+from mirror_sink.task import static_member
 from mirror_sink.task.data_paths import open_data_path
 from mirror_sink.task.transaction_cuts import TransactionCuts
 
@@ -60,10 +61,12 @@ class TaskRun:
                 record_mode=record_mode,
             )
             undo.callback(self.path.close)
+            #: The shadow-group member's group.instance.id (None: a dynamic member).
+            self.instance_id = static_member.instance_id(config.target_admin(), slot)
             self.member: Consumer = clients.coordination_consumer(
-                config.target_consumer(), config.shadow_group_id, client_id=f"{slot}-member"
+                config.target_consumer(), config.shadow_group_id, f"{slot}-member", self.instance_id
             )
-            undo.callback(self._close_consumer, "member", self.member)
+            undo.callback(self._close_member)
             #: Where source transactions are cut whole (None: per partition, as without the option).
             whole = config.source_transactions_whole and self.transactional_id is not None
             self.cuts = open_cuts(config, slot, log) if whole else None
@@ -94,9 +97,16 @@ class TaskRun:
         self.closing = True
         if self.cuts is not None:
             self.cuts.transactions.close()
-        self._close_consumer("member", self.member)
+        self._close_member()
         self._close_consumer("source", self.source)
         self.path.close(abandon=abandon_producer)
+
+    def _close_member(self) -> None:
+        """Close the shadow-group member and, if static, take it out of the group: its partitions
+        go to the other tasks now, and a stopped connector's group is empty (KIP-875)."""
+        self._close_consumer("member", self.member)
+        if self.instance_id is not None:
+            static_member.leave(self.config.target_admin(), self.config.shadow_group_id, self.instance_id, self.log)
 
     def _close_consumer(self, name: str, consumer: Consumer) -> None:
         try:

@@ -101,9 +101,14 @@ class ConnectorOffsetsAdmin:
             commit.append(TopicPartition(target_topic, entry.partition, entry.offset))
         admin, group = _admin(cfg), cfg.shadow_group_id
         try:
-            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, commit)])[group].result()
+            altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, commit)])[group].result()
         except KafkaException as exc:
             raise Conflict(f"cannot alter offsets of group {group}: {exc.args[0].str()}") from exc
+        # The broker answers per partition (a group that still has members: UNKNOWN_MEMBER_ID), and
+        # librdkafka leaves those answers in the result rather than raising them.
+        refused = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in altered.topic_partitions or [] if tp.error]
+        if refused:
+            raise Conflict(f"cannot alter offsets of group {group}: {', '.join(refused)}")
 
     def reset(self, name: str) -> None:
         """Forget every stored offset (while STOPPED): the start-offset fallback applies at the next start."""
