@@ -78,6 +78,10 @@ class MirrorSinkConnector:
         """True when ``sync_topic_acls`` would sync now."""
         return self._acl_sync is not None and self._acl_sync.due()
 
+    def topic_acl_problem(self) -> str | None:
+        """Why the target's topic ACLs may differ from the source's (None: in step, or not synced)."""
+        return self._acl_sync.problem if self._acl_sync is not None else None
+
     def task(self, task_id: int, worker_id: str) -> MirrorSinkTask:
         """Task ``task_id`` on worker ``worker_id``, with the current topic mappings (not started).
 

@@ -12,7 +12,7 @@ the checkpoints, the connector's settings. The score adds them up with fixed, do
 | verify | 15 | background verification on, no mismatch, every mirrored partition compared |
 | checkpoints | 15 | every selected source group has an exact checkpoint from a recent round |
 | transactions | 10 | exactly once (``transaction.producer``, 6) and source transactions kept whole (4) |
-| sync | 10 | topic configs (5) and topic ACLs (5) kept in step with the source |
+| sync | 10 | topic configs (5) and topic ACLs (5) synced, and the last sync of each left no drift |
 
 Pure logic: ``ReadinessInputs`` is gathered by the worker (``worker.herder_queries``).
 """
@@ -56,6 +56,10 @@ class ReadinessInputs:
     transactions_whole: bool
     sync_topic_configs: bool
     sync_topic_acls: bool
+    #: Measured drift: why the last topic refresh (configs synced there) failed, and why the last
+    #: topic ACL sync left the target's ACLs unlike the source's; None when in step.
+    topic_config_problem: str | None = None
+    topic_acl_problem: str | None = None
 
 
 @dataclass
@@ -224,18 +228,25 @@ def _transactions(inputs: ReadinessInputs) -> Component:
 
 
 def _sync(inputs: ReadinessInputs) -> Component:
+    # Settings first, then what the last sync measured: a refresh that keeps failing (configs are
+    # synced there) or ACLs the target refused leave the target unlike the source.
+    configs_off = "sync.topic.configs.enabled=false: target topic configs may differ from the source's"
+    acls_off = "sync.topic.acls.enabled=false: clients may lack their ACLs on the target after a failover"
+    config_drift, acl_drift = inputs.topic_config_problem, inputs.topic_acl_problem
     return _settings(
         "sync",
         [
             (
-                inputs.sync_topic_configs,
+                inputs.sync_topic_configs and config_drift is None,
                 5,
-                "sync.topic.configs.enabled=false: target topic configs may differ from the source's",
+                configs_off
+                if not inputs.sync_topic_configs
+                else f"topic refresh and config sync failing: {config_drift}",
             ),
             (
-                inputs.sync_topic_acls,
+                inputs.sync_topic_acls and acl_drift is None,
                 5,
-                "sync.topic.acls.enabled=false: clients may lack their ACLs on the target after a failover",
+                acls_off if not inputs.sync_topic_acls else f"topic ACLs are not in step on the target: {acl_drift}",
             ),
         ],
     )

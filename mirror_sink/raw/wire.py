@@ -45,7 +45,7 @@ def _pin_response_classes() -> None:
     found one dead at its first connection ("ReferenceError: weakly-referenced object no longer
     exists" decoding every response, so no client could bootstrap, for minutes). A class reached
     through a proxy gives itself back as ``__mro__[0]``: that is what the registry keeps here, now
-    and for every class registered later (a re-registration is logged, to find the cause).
+    and for every class registered later (a re-registration is logged at DEBUG: housekeeping, not news).
     """
     registry = ResponseClassRegistry._response_class_registry
     for key, cls in list(registry.items()):
@@ -58,7 +58,7 @@ def _pin_response_classes() -> None:
         real = response_class.__mro__[0]
         known = registry.get(real.API_KEY)
         if known is not None and known is not real:
-            log.info("kafka-python registered a second response class for API key %d: %r", real.API_KEY, real)
+            log.debug("kafka-python registered a second response class for API key %d: %r", real.API_KEY, real)
         registry[real.API_KEY] = real
 
     ResponseClassRegistry.register_response_class = classmethod(register)

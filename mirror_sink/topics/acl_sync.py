@@ -140,6 +140,18 @@ class TopicAclSync:
         self.off = not config.sync_topic_acls_enabled
         self.synced: int | None = None
         self._warned: str | None = None
+        #: Bindings of the last sync the target refused one by one (drift that stays).
+        self._not_synced = 0
+
+    @property
+    def problem(self) -> str | None:
+        """Why the target's topic ACLs may differ from the source's now (None: the last sync put
+        every one in place, or there is nothing to sync): the DR readiness score's measured drift."""
+        if self._warned is not None:
+            return self._warned
+        if self._not_synced:
+            return f"{self._not_synced} topic ACL bindings could not be created on {self.config.target_alias}"
+        return None
 
     def due(self) -> bool:
         """True when enabled and the interval has passed."""
@@ -188,6 +200,7 @@ class TopicAclSync:
                     if self._refused(_error(exc), "target", "CreateAcls", "ALTER"):
                         return  # the same answer for every binding of the request
                     self.log.warning("could not sync ACL %s of target topic %s: %s", binding, binding.name, exc)
+        self._not_synced = len(bindings) - created
         self._warned = None
         if created != self.synced:
             self.log.info(

@@ -62,6 +62,9 @@ class ConnectorPlugin(Protocol):
     def sync_topic_acls(self) -> None:
         """Copy the mirrored topics' ACLs to the target when due; never raises."""
 
+    def topic_acl_problem(self) -> str | None:
+        """Why the target's topic ACLs may differ from the source's now (None: in step, or not synced)."""
+
     def task(self, task_id: int, worker_id: str) -> ConnectorTask:
         """Task ``task_id`` of this connector on worker ``worker_id``, not started."""
 

@@ -73,6 +73,8 @@ class ConnectorRuntime:
             running=lambda: self.target is TargetState.RUNNING,
         )
         self._transition: threading.Thread | None = None
+        #: Why the last topic refresh (discovery, partitions, config sync) failed; None once one succeeds.
+        self.refresh_problem: str | None = None
         #: Set by shutdown: every wait of a transition (for a cluster, between start attempts) ends at once.
         self._closing = threading.Event()
 
@@ -202,12 +204,14 @@ class ConnectorRuntime:
                 self._claim_targets()
                 for task in list(self.tasks):
                     task.update_topics(self.connector.mappings)
+            self.refresh_problem = None
         except (AuthorizationFailure, ConfigError) as exc:  # no retry fixes these: say what is wrong, once
             self.log.error("connector FAILED: %s", exc)
             self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
         except Exception as exc:
             # str() of a TimeoutError from a future is empty: say at least what kind of failure it was
-            self.log.warning("topic refresh failed (will retry): %s", str(exc) or repr(exc))
+            self.refresh_problem = str(exc) or repr(exc)
+            self.log.warning("topic refresh failed (will retry): %s", self.refresh_problem)
 
     def _watch_clusters(self) -> bool:
         """A running connector's status names a cluster that went away; False once it gave up on it."""

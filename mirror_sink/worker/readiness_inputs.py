@@ -33,6 +33,8 @@ def readiness_inputs(runtime: ConnectorRuntime) -> ReadinessInputs:
         transactions_whole=cfg.source_transactions_whole,
         sync_topic_configs=cfg.sync_topic_configs_enabled,
         sync_topic_acls=cfg.sync_topic_acls_enabled,
+        topic_config_problem=runtime.refresh_problem,
+        topic_acl_problem=runtime.connector.topic_acl_problem(),
     )
 
 

@@ -309,6 +309,7 @@ def test_missing_right_is_one_warning_and_retried_each_interval(
     for part in (request_, f"{cluster} cluster", principal, f"{operation} on CLUSTER 'kafka-cluster'"):
         assert part in warnings[0], (part, warnings[0])
     assert "FAILED" not in caplog.text, "a skipped ACL sync must not read like a failed task"
+    assert sync.problem == warnings[0], "the readiness score's measured drift"
 
 
 def test_disabled_never_calls_the_clusters() -> None:
@@ -338,3 +339,15 @@ def test_whole_source_transactions_add_the_coordinator_log_and_the_group_cuts_to
     assert cuts is not None and cuts.topic == "mirror-sink-group-cuts.source.internal"
     assert ("target", "WRITE", cuts.topic, True) in added and ("target", "CREATE", cuts.topic, True) in added
     assert not [a for a in required_acls(_config(), ["t"]) if a.resource_name in ("__transaction_state", cuts.topic)]
+
+
+def test_bindings_the_target_refused_are_drift_until_a_sync_places_them() -> None:
+    source = FakeAdmin([acl("t", "User:a", Op.READ), acl("t", "User:b", Op.READ)])
+    target, clock = FakeAdmin(create_error=KafkaError.INVALID_REQUEST), Clock()
+    sync = _sync(source, target, clock, sync__topic__acls__interval__seconds="1")
+    sync.maybe_sync()
+    assert sync.problem == "2 topic ACL bindings could not be created on target"
+    target.create_error = None
+    clock.now += 1
+    sync.maybe_sync()
+    assert sync.problem is None

@@ -107,3 +107,21 @@ def test_verify_checkpoints_transactions_and_sync_each_say_what_they_lack() -> N
     half = assess(_with(partitions_verified=2))
     assert half.score == 92 and "verify: 2 of 4 mirrored partitions compared, no mismatch" in half.reasons()
     assert assess(_with(verify_mismatches=3)).score == 85
+
+
+def test_sync_counts_the_drift_the_last_syncs_measured_not_only_the_settings() -> None:
+    acls = assess(_with(topic_acl_problem="2 topic ACL bindings could not be created on target"))
+    assert acls.score == 95
+    assert acls.reasons() == [
+        "sync: topic ACLs are not in step on the target: 2 topic ACL bindings could not be created on target"
+    ]
+    configs = assess(_with(topic_config_problem="InvalidConfigurationException: retention.ms"))
+    assert configs.score == 95
+    assert configs.reasons() == [
+        "sync: topic refresh and config sync failing: InvalidConfigurationException: retention.ms"
+    ]
+    # A setting that is off says so, whatever was measured before it was turned off.
+    off = assess(_with(sync_topic_acls=False, topic_acl_problem="stale"))
+    assert off.reasons() == [
+        "sync: sync.topic.acls.enabled=false: clients may lack their ACLs on the target after a failover"
+    ]
