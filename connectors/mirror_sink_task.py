@@ -110,7 +110,7 @@ class MirrorSinkTask:
                 self.log.warning("mirror.mode=auto switches to record mode: %s", exc)
                 record_mode = True
                 if run is not None:
-                    run.close()
+                    run.close(rejoining=True)
             except RecoverableTaskFailure as exc:
                 now = time.monotonic()
                 recoveries = [t for t in recoveries if now - t < _RECOVERY_WINDOW_S] + [now]
@@ -119,7 +119,7 @@ class MirrorSinkTask:
                     return
                 self.log.warning("recreating the task's clients (%d/%d): %s", len(recoveries), _MAX_RECOVERIES, exc)
                 if run is not None:
-                    run.close(abandon_producer=True)
+                    run.close(abandon_producer=True, rejoining=True)
                 # A first recovery (a broker failover fenced or timed out a request) goes on at once;
                 # repeated ones back off, so a cluster that keeps failing is not hammered.
                 self._stop.wait(min(0.5 * 2 ** (len(recoveries) - 1), 10.0))

@@ -42,7 +42,8 @@ def refuse_if_worker_active(admin: AdminClient, shadow_group: str, connector: st
     if members:
         raise TaskFailure(
             f"connector {connector} is running in the worker runtime ({members} members in shadow group "
-            f"{shadow_group}); stop it there first (PUT /connectors/{connector}/stop, or end mirror-sink run)"
+            f"{shadow_group}); stop it there first (PUT /connectors/{connector}/stop, or end mirror-sink run; "
+            "a worker killed without a stop keeps its static members until their session.timeout.ms, 45 s, ends)"
         )
 
 

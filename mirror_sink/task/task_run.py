@@ -63,6 +63,9 @@ class TaskRun:
             undo.callback(self.path.close)
             #: The shadow-group member's group.instance.id (None: a dynamic member).
             self.instance_id = static_member.instance_id(config.target_admin(), slot)
+            #: Set when the member must not be removed at close: another process joined under its id
+            #: (removing it would remove that one), or this slot's next run rejoins at once.
+            self.keep_membership = False
             self.member: Consumer = clients.coordination_consumer(
                 config.target_consumer(), config.shadow_group_id, f"{slot}-member", self.instance_id
             )
@@ -88,15 +91,19 @@ class TaskRun:
             except Exception as exc:
                 self.log.warning("abort after failure did not complete: %s (the broker aborts it on timeout)", exc)
 
-    def close(self, *, abandon_producer: bool = False) -> None:
+    def close(self, *, abandon_producer: bool = False, rejoining: bool = False) -> None:
         """Close the consumers (bounded: a close can hang on a vanished coordinator) and the data path.
 
         ``abandon_producer`` keeps a replaced librdkafka producer alive but unused: a call may still
-        be blocked in it, and destroying it under that call would crash the process.
+        be blocked in it, and destroying it under that call would crash the process. ``rejoining``:
+        the next run of this slot joins at once under the same instance id, so the static member
+        stays in the group and its partitions come back to it without a rebalance.
         """
         self.closing = True
         if self.cuts is not None:
             self.cuts.transactions.close()
+        if rejoining:
+            self.keep_membership = True
         self._close_member()
         self._close_consumer("source", self.source)
         self.path.close(abandon=abandon_producer)
@@ -105,7 +112,7 @@ class TaskRun:
         """Close the shadow-group member and, if static, take it out of the group: its partitions
         go to the other tasks now, and a stopped connector's group is empty (KIP-875)."""
         self._close_consumer("member", self.member)
-        if self.instance_id is not None:
+        if self.instance_id is not None and not self.keep_membership:
             static_member.leave(self.config.target_admin(), self.config.shadow_group_id, self.instance_id, self.log)
 
     def _close_consumer(self, name: str, consumer: Consumer) -> None:
