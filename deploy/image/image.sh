@@ -6,6 +6,7 @@
 # for machines that reach no registry; --base docker.io/library/python:3.11-slim-bookworm is the
 # Containerfile's own default where a registry is reachable. Prints the image name and the archive path.
 #   MIRROR_SINK_IMAGE   the name (default localhost/mirror-sink:<version>, or localhost/mirror-sink-spark:<version>)
+#   MIRROR_SINK_IMAGE_LOAD=0   do not load it into the user's default podman store as well
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -53,5 +54,14 @@ mkdir -p "$root/dist"
 rm -f "$archive"
 skopeo copy --quiet "containers-storage:$image" "oci-archive:$archive:$image"
 echo "image.sh: built in $((SECONDS - start)) s, $(podman image inspect --format '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1 / 1e6}')" >&2
+# The build's store is the project's own (podman-env.sh); a plain `podman run` reads the user's
+# default store, so the image goes there too (MIRROR_SINK_IMAGE_LOAD=0 skips it).
+if [ "${MIRROR_SINK_IMAGE_LOAD:-1}" = 1 ]; then
+  if env -u CONTAINERS_CONF -u CONTAINERS_STORAGE_CONF podman load --quiet --input "$archive" > /dev/null 2>&1; then
+    echo "image.sh: loaded into podman's default store: podman run ... $image" >&2
+  else
+    echo "image.sh: not loaded into podman's default store; load it with: podman load -i $archive" >&2
+  fi
+fi
 echo "$image"
 echo "$archive"

@@ -57,6 +57,10 @@ def worker_image() -> str:
     assert out.returncode == 0, out.stderr[-4000:]
     name, archive = out.stdout.split()[-2:]
     assert Path(archive).stat().st_size > 0, "the OCI archive"
+    # Where the next documented command, a plain `podman run`, looks: the user's default store.
+    plain = {k: v for k, v in os.environ.items() if k not in ("CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF")}
+    exists = subprocess.run(["podman", "image", "exists", name], env=plain, timeout=60, check=False)
+    assert exists.returncode == 0, f"not in podman's default store:\n{out.stderr[-2000:]}"
     return name
 
 
@@ -231,3 +235,55 @@ def test_a_restart_with_the_same_worker_id_fences_the_old_container(
     wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 180, "caught up", detail=new.logs)
     assert assert_exact_mirror(source, topic, target, target_topic, group) == 4000
     wait_until(lambda: "fenced" in old.logs().lower(), 60, "the old container told it was fenced", detail=old.logs)
+
+
+def _documented_run_block() -> str:
+    """The ``bash`` block of docs/install.md that runs the image with ``podman run``."""
+    text = (ROOT / "docs" / "install.md").read_text()
+    blocks = [b.split("\n", 1)[1] for b in text.split("```")[1::2] if b.startswith("bash") and "podman run" in b]
+    assert len(blocks) == 1, "one documented podman run block"
+    return blocks[0]
+
+
+def test_the_install_pages_podman_run_block_runs_as_written(
+    worker_image: str, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+) -> None:
+    """The block a reader copies, in a shell with podman's default store, from a folder with an
+    ``etc/worker.properties`` like the page's: the worker answers /health."""
+    block = _documented_run_block()
+    assert worker_image in block, f"the page names another image than {worker_image}"
+    port = free_port()
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "worker.properties").write_text(
+        f"bootstrap.servers={target.bootstrap_servers}\nconfig.storage=kafka\nlisteners=http://127.0.0.1:{port}\n"
+        f"config.storage.topic={unique('doc-configs')}\nstatus.storage.topic={unique('doc-status')}\n"
+    )
+    # The user's default store; the engine settings this machine needs (its hard open-files limit is
+    # below podman's default ulimit: docs/install.md says so and how).
+    plain = {k: v for k, v in os.environ.items() if k != "CONTAINERS_STORAGE_CONF"}
+    plain["CONTAINERS_CONF"] = str(ROOT / "deploy" / "image" / "containers.conf")
+
+    def plain_podman(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["podman", *args], env=plain, capture_output=True, text=True, timeout=120, check=False)
+
+    plain_podman("rm", "--force", "--time", "0", "mirror-sink")  # a run of this test killed before its cleanup
+    plain_podman("volume", "rm", "--force", "mirror-sink-data")
+    try:
+        ran = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=plain, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+        def healthy() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        logs = lambda: plain_podman("logs", "mirror-sink").stderr[-4000:]  # noqa: E731
+        wait_until(healthy, 90, "the documented container's /health", detail=logs)
+        assert plain_podman("exec", "mirror-sink", "id", "-u").stdout.strip() == str(IMAGE_UID)
+    finally:
+        plain_podman("rm", "--force", "--time", "0", "mirror-sink")
+        plain_podman("volume", "rm", "--force", "mirror-sink-data")

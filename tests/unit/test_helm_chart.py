@@ -39,6 +39,7 @@ from tests.helm_render import (
 ROOT = CHART_DIR.parents[2]
 SASL_SSL = EXAMPLES_DIR / "values-sasl-ssl.yaml"
 SASL_SSL_SECRETS = EXAMPLES_DIR / "secrets-sasl-ssl.yaml"
+OPENSHIFT = EXAMPLES_DIR / "values-openshift.yaml"
 KUBERNETES = "1.33"
 #: Kinds that are not Kubernetes' own: no schema in kubernetes-validate, checked by the tests below.
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
@@ -77,11 +78,20 @@ EVERYTHING_ELSE: dict[str, Any] = {
         {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}
     ],
     "connectors": {"dr": {"name": "dr", "config": {"connector.class": "MirrorSinkConnector", "tasks.max": 4}}},
+    "image": {"digest": "sha256:" + "ab" * 32},
+    "networkPolicy": {
+        "enabled": True,
+        "restFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "kafkaTo": [{"ipBlock": {"cidr": "10.20.0.0/16"}}],
+    },
+    "preStopSleepSeconds": 0,
+    "ephemeralStorageRequest": "",
 }
 SCENARIOS: dict[str, tuple[list[Path], dict[str, Any] | None]] = {
     "defaults": ([], None),
     "sasl-ssl example": ([SASL_SSL], None),
     "everything else": ([], EVERYTHING_ELSE),
+    "openshift example": ([OPENSHIFT], None),
 }
 
 
@@ -143,7 +153,7 @@ def test_every_object_validates_against_kubernetes_schemas(scenario: str) -> Non
     files, values = SCENARIOS[scenario]
     manifests = render_chart(files, values)
     kinds = {m["kind"] for m in manifests}
-    assert {"StatefulSet", "Service", "ConfigMap", "PodDisruptionBudget", "ServiceAccount"} <= kinds
+    assert {"StatefulSet", "Service", "ConfigMap", "ServiceAccount", "Pod"} <= kinds
     for manifest in manifests:
         if manifest["kind"] in CRD_KINDS:
             continue
@@ -222,8 +232,9 @@ def test_a_statefulset_with_a_headless_and_a_rest_service() -> None:
     assert spec["replicas"] == 1
 
 
-def test_a_pod_disruption_budget_of_one() -> None:
-    manifests = render()
+def test_a_pod_disruption_budget_of_one_only_where_there_is_more_than_one_pod() -> None:
+    assert not [m for m in render() if m["kind"] == "PodDisruptionBudget"], "one pod: a budget only blocks drains"
+    manifests = render({"replicas": 2, "bootstrapServers": "kafka:9092"})
     pdb = find(manifests, "PodDisruptionBudget")
     assert pdb["spec"]["maxUnavailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"] == find(manifests, "StatefulSet")["spec"]["selector"]["matchLabels"]
@@ -584,3 +595,88 @@ def test_notes_warn_when_the_connectors_need_more_tasks_per_worker() -> None:
     assert "WARNING" not in notes(group | six) and "NOTE" not in notes(group | six | {"tasksPerWorker": 3})
     assert "up to 6 tasks per" in notes(six)  # one worker runs them all
     assert "mirror-sink-0:8083 ... mirror-sink-2:8083" in notes(group)
+
+
+# -- what a platform team's review asks for (issue 46) -------------------------------------------------
+
+
+def _everywhere(node: Any, key: str) -> list[Any]:
+    """Every value under ``key`` anywhere in ``node``."""
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == key] + [x for v in node.values() for x in _everywhere(v, key)]
+    if isinstance(node, list):
+        return [x for v in node for x in _everywhere(v, key)]
+    return []
+
+
+def test_the_openshift_example_leaves_the_uid_to_the_platform_and_keeps_the_rest_restricted() -> None:
+    manifests = render(files=[OPENSHIFT])
+    for key in ("runAsUser", "runAsGroup", "fsGroup"):
+        assert _everywhere(manifests, key) == [], f"{key} set: OpenShift's restricted SCC refuses the pod"
+    pod = pod_spec(manifests)
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert worker_container(manifests)["securityContext"] == {
+        "runAsNonRoot": True,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def test_a_digest_pins_the_image_in_the_worker_and_the_test_pod() -> None:
+    digest = "sha256:" + "0f" * 32
+    manifests = render({"image": {"repository": "registry.example.com/mirror-sink", "digest": digest}})
+    test_pod = find(manifests, "Pod")
+    assert worker_container(manifests)["image"] == test_pod["spec"]["containers"][0]["image"]
+    assert worker_container(manifests)["image"] == f"registry.example.com/mirror-sink@{digest}"
+    with pytest.raises(helm_python.HelmValuesError, match="digest"):
+        render({"image": {"digest": "latest"}})
+
+
+def test_helm_test_asks_the_rest_services_health() -> None:
+    manifests = render()
+    test_pod = find(manifests, "Pod")
+    assert test_pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert test_pod["spec"]["restartPolicy"] == "Never"
+    script = test_pod["spec"]["containers"][0]["command"]
+    service = find(manifests, "Service", RELEASE)
+    port = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "http")
+    assert script[:2] == ["python3", "-c"] and f'"http://{RELEASE}:{port}/health"' in script[2]
+    assert test_pod["spec"]["securityContext"] == pod_spec(manifests)["securityContext"]
+    assert not [m for m in render({"tests": {"enabled": False}}) if m["kind"] == "Pod"]
+
+
+def test_a_network_policy_opens_the_rest_port_to_the_chosen_peers_and_egress_to_kafka_and_dns() -> None:
+    assert not [m for m in render() if m["kind"] == "NetworkPolicy"], "off by default"
+    manifests = render(EVERYTHING_ELSE)
+    policy = find(manifests, "NetworkPolicy")
+    selector = find(manifests, "StatefulSet")["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == selector
+    [ingress] = policy["spec"]["ingress"]
+    assert ingress["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert ingress["from"] == [
+        {"podSelector": {"matchLabels": selector}},
+        *EVERYTHING_ELSE["networkPolicy"]["restFrom"],
+    ]
+    rest, kafka, dns = policy["spec"]["egress"]
+    assert rest["ports"] == [{"port": 8083, "protocol": "TCP"}]
+    assert kafka == {
+        "ports": [{"port": 9092, "protocol": "TCP"}, {"port": 9093, "protocol": "TCP"}],
+        "to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}],
+    }
+    assert {p["protocol"] for p in dns["ports"]} == {"UDP", "TCP"}
+
+
+def test_stopping_waits_for_the_services_then_gives_the_transaction_its_time() -> None:
+    manifests = render()
+    worker = worker_container(manifests)
+    assert worker["lifecycle"]["preStop"]["exec"]["command"] == ["sleep", "5"]
+    assert worker["resources"]["requests"]["ephemeral-storage"] == "128Mi"
+    grace = pod_spec(manifests)["terminationGracePeriodSeconds"]
+    # The sleep, one transaction (transaction.boundary.interval.ms, 1 s by default) and its commit.
+    assert grace >= 5 + 1 + 5
+    bare = worker_container(render(EVERYTHING_ELSE))
+    assert "lifecycle" not in bare and "ephemeral-storage" not in bare["resources"]["requests"]
+    with pytest.raises(helm_python.HelmValuesError, match="terminationGracePeriodSeconds"):
+        render({"terminationGracePeriodSeconds": 5})

@@ -31,8 +31,13 @@ of the name plus 11 characters, and a label value is at most 63.
 {{- .Values.image.tag | default .Chart.AppVersion -}}
 {{- end -}}
 
+{{/* repository:tag, or repository@digest when a digest pins it. */}}
 {{- define "mirror-sink.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (include "mirror-sink.imageTag" .) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -186,6 +191,9 @@ Call with (dict "where" "config" "map" $map).
 requests:
   cpu: {{ .Values.cpu.request | quote }}
   memory: {{ $memory }}
+  {{- with .Values.ephemeralStorageRequest }}
+  ephemeral-storage: {{ . | quote }}
+  {{- end }}
 limits:
   {{- if .Values.cpu.limit }}
   cpu: {{ .Values.cpu.limit | quote }}
