@@ -263,6 +263,8 @@ class Soak:
             "topics": f"soak-{tag}-.*",
             "tasks.max": "1",
             "mirror.mode": "raw",
+            # As measured on 2026-11-29 (docs/soak.md): tasks as static members of the shadow group.
+            "shadow.group.static.membership": "true",
             "refresh.topics.interval.ms": "5000",
         }
         self.workers = [Worker(config, w, work) for w in ("w1", "w2")]

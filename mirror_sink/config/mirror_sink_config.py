@@ -147,6 +147,8 @@ class MirrorSinkConfig(BaseModel):
     #: over several of the task's partitions is on the same side everywhere. Off by default until
     #: its cost is measured (docs/configuration.md).
     source_transactions_whole: bool = Field(False, alias="source.transactions.whole")
+    #: Tasks join the shadow group as static members (KIP-345); off until proven under broker chaos.
+    shadow_group_static_membership: bool = Field(False, alias="shadow.group.static.membership")
     refresh_topics_enabled: bool = Field(True, alias="refresh.topics.enabled")
     refresh_topics_interval_ms: int = Field(600_000, alias="refresh.topics.interval.ms", ge=100)
     sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")

@@ -43,7 +43,7 @@ def refuse_if_worker_active(admin: AdminClient, shadow_group: str, connector: st
         raise TaskFailure(
             f"connector {connector} is running in the worker runtime ({members} members in shadow group "
             f"{shadow_group}); stop it there first (PUT /connectors/{connector}/stop, or end mirror-sink run; "
-            "a worker killed without a stop keeps its static members until their session.timeout.ms, 45 s, ends)"
+            "a worker killed without a stop keeps its members until their session.timeout.ms ends)"
         )
 
 

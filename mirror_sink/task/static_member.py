@@ -19,7 +19,6 @@ import re
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import KafkaError
 from kafka import KafkaAdminClient, errors
 from kafka.admin import MemberToRemove
 
@@ -48,14 +47,6 @@ def instance_id(target_admin: Mapping[str, str], slot: str) -> str | None:
     if len(legal) > _MAX_LENGTH:  # still one per slot: the slot's own digest ends it
         legal = f"{legal[: _MAX_LENGTH - 17]}-{hashlib.sha256(slot.encode()).hexdigest()[:16]}"
     return legal
-
-
-def fenced(error: KafkaError) -> bool:
-    """True when ``error`` says another consumer joined under this member's ``group.instance.id``
-    (FENCED_INSTANCE_ID; librdkafka raises it as its fatal error)."""
-    if error.code() == KafkaError.FENCED_INSTANCE_ID:
-        return True
-    return error.code() == KafkaError._FATAL and "group.instance.id" in error.str()
 
 
 def leave(target_admin: Mapping[str, str], group: str, member: str, log: Log) -> None:

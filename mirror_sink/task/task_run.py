@@ -62,9 +62,9 @@ class TaskRun:
             )
             undo.callback(self.path.close)
             #: The shadow-group member's group.instance.id (None: a dynamic member).
-            self.instance_id = static_member.instance_id(config.target_admin(), slot)
-            #: Set when the member must not be removed at close: another process joined under its id
-            #: (removing it would remove that one), or this slot's next run rejoins at once.
+            static = config.shadow_group_static_membership
+            self.instance_id = static_member.instance_id(config.target_admin(), slot) if static else None
+            #: Set when the member must not be removed at close: this slot's next run rejoins at once.
             self.keep_membership = False
             self.member: Consumer = clients.coordination_consumer(
                 config.target_consumer(), config.shadow_group_id, f"{slot}-member", self.instance_id

@@ -2,7 +2,8 @@
 worker against the session's clusters (``--network host``): non-root on a read-only root filesystem,
 configured the way the Helm chart configures it, exact through a SIGTERM and a same-id restart.
 
-The build is offline, on a Debian base made here from Debian packages (no registry is reachable).
+Its ``podman build`` step runs without network, on a Debian base made here from Debian packages (no
+image registry is reachable); the wheels before it come from pip's index (docs/install.md).
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ def podman(*args: str, check: bool = True, timeout: float = 300) -> subprocess.C
 
 @pytest.fixture(scope="module")
 def worker_image() -> str:
-    """The worker image, built by the one command that builds it (cached base, warm pip cache)."""
-    script = str(ROOT / "deploy" / "image" / "image.sh")
-    out = subprocess.run(["bash", script], capture_output=True, text=True, timeout=900, cwd=ROOT, check=False)
+    """The worker image, built by the command the install page gives (cached base, warm pip cache)."""
+    out = subprocess.run(
+        ["bash", "deploy/dev.sh", "image"], capture_output=True, text=True, timeout=900, cwd=ROOT, check=False
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     name, archive = out.stdout.split()[-2:]
     assert Path(archive).stat().st_size > 0, "the OCI archive"

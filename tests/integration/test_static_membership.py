@@ -4,7 +4,6 @@ stopped task leaves the group at once, so a stopped connector's group is empty (
 
 from __future__ import annotations
 
-import signal
 import time
 
 from confluent_kafka import ConsumerGroupState
@@ -40,7 +39,8 @@ def test_a_killed_task_restarted_takes_its_partitions_back_at_once_and_a_stop_le
 ) -> None:
     name, topic = unique("static"), source_topic("static", PARTITIONS)
     group, target_topic = f"connect-{name}", f"source.{topic}"
-    config = mirror_config(name, source, target, topic, **{"target.cluster.consumer.session.timeout.ms": "45000"})
+    static = {"target.cluster.consumer.session.timeout.ms": "45000", "shadow.group.static.membership": "true"}
+    config = mirror_config(name, source, target, topic, **static)
     load = TransactionalLoad(source.bootstrap_servers, topic, PARTITIONS, RECORDS, pause_s=0.05, txn_id=unique("s"))
     w1, w2 = mirror(config, "w1").start(), mirror(config, "w2").start()
     half = PARTITIONS // 2
@@ -80,44 +80,4 @@ def test_a_killed_task_restarted_takes_its_partitions_back_at_once_and_a_stop_le
     for p in range(PARTITIONS):
         seen = live.records.get((target_topic, p), [])
         assert contents(seen) == contents(expected[p]), f"{target_topic}-{p}: duplicates, loss or reordering"
-    assert_exact_mirror(source, topic, target, target_topic, group)
-
-
-def test_two_processes_under_one_worker_id_settle_on_one_exactly_once(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
-) -> None:
-    """Two processes under one worker id (a frozen one and its replacement, or a worker id used twice):
-    each taking the slot back would fence the other for ever. The replacement takes the static
-    member's place at once; once the frozen one thaws, the one the coordinator then finds replaced
-    stops FAILED, naming the cause, and the other mirrors on, exactly once."""
-    name, topic = unique("static-twice"), source_topic("static-twice", 2)
-    group, target_topic = f"connect-{name}", f"source.{topic}"
-    config = mirror_config(name, source, target, topic, **{"target.cluster.consumer.session.timeout.ms": "45000"})
-    load = TransactionalLoad(source.bootstrap_servers, topic, 2, 3_000, pause_s=0.05, txn_id=unique("st"))
-    first = mirror(config, "w1").start()
-    wait_until(lambda: "assigned 2 target partitions" in first.log_text(), 60, "the first process to own both")
-    load.start()
-    live = LiveReader(target.bootstrap_servers, [(target_topic, p) for p in range(2)]).start()
-    second = mirror(config, "w1")  # the same worker id: both write the same log file
-    try:
-        wait_until(lambda: live.count() >= 500, 120, "some mirrored")
-        first.signal(signal.SIGSTOP)
-        second.start()
-        wait_until(lambda: first.log_text().count("assigned 2 target partitions") >= 2, 30, "the second to take over")
-        first.signal(signal.SIGCONT)
-        said = "fenced: another instance of task slot"
-        wait_until(lambda: said in first.log_text(), 60, "one of them to stop", detail=first.log_tail)
-        load.join(300)
-        wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 120, "mirrored to the end")
-        live.wait_for(3_000, 60)
-        assert first.log_text().count(said) == 1, "one stopped; the other went on"
-        assert _members(target, group)[1] == [f"{name}-w1-0"], "one member: the one that went on"
-    finally:
-        live.stop()
-        first.kill()
-        if second.alive():
-            second.kill()
-    expected = read_all(source.bootstrap_servers, topic)
-    for p in range(2):
-        assert contents(live.records.get((target_topic, p), [])) == contents(expected[p]), f"{target_topic}-{p}"
     assert_exact_mirror(source, topic, target, target_topic, group)
