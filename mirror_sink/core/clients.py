@@ -54,15 +54,16 @@ def coordination_consumer(
 ) -> Consumer:
     """The shadow-group member on the target: it decides ownership and fences commits; it never fetches.
 
-    With ``instance_id`` it is a static member (KIP-345), as a worker's task is: a task restarted
-    within its session takes its partitions back at once, with no rebalance, and a coordinator
-    that moves or starves for seconds costs no rebalance either. Its session is Kafka's consumer
+    With ``instance_id`` it is a static member (KIP-345), as a worker's task is with
+    ``shadow.group.static.membership=true``: a task restarted within its session takes its
+    partitions back at once, with no rebalance, and a coordinator that moves or starves for
+    seconds costs no rebalance either. Its session is Kafka's consumer
     default, 45 s, as for a Connect sink task's consumer. A static member does not leave the group
     when closed, so whoever closes it removes it (``mirror_sink.task.static_member``); otherwise a
     stopped connector's group would stay non-empty (KIP-875) and its partitions held for 45 s.
 
-    Without it (the Spark runtime's lease) it is a dynamic member with a 10 s session, and leaves
-    the group when closed.
+    Without it (the default, and the Spark runtime's lease) it is a dynamic member with a 10 s
+    session, and leaves the group when closed.
     """
     return Consumer(coordination_settings(user, group_id, client_id, instance_id))
 

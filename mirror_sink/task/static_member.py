@@ -1,10 +1,11 @@
 """A task's static membership of the shadow group: who it is, and how it leaves.
 
-A worker's task joins the shadow group as a static member (KIP-345) under its slot, the same
-stable name as its transactional id. A task SIGKILLed and started again within the 45 s session
-takes its partitions back at once, and a coordinator that moves or starves for seconds costs no
-rebalance. The takeover fence's reasoning still holds: the coordinator hands a returning static
-member only the partitions it held, which no live member was given in between.
+With ``shadow.group.static.membership=true`` a worker's task joins the shadow group as a static
+member (KIP-345) under its slot, the same stable name as its transactional id. A task SIGKILLed and
+started again within the 45 s session takes its partitions back at once, and a coordinator that
+moves or starves for seconds costs no rebalance. The takeover fence's reasoning still holds: the
+coordinator hands a returning static member only the partitions it held, which no live member was
+given in between.
 
 A static member does not leave when its consumer closes, so ``leave`` removes it, as Kafka's
 ``kafka-consumer-groups --delete ... --members`` would (LeaveGroup v3+ naming the instance, KIP-345).
