@@ -147,8 +147,9 @@ class MirrorSinkConfig(BaseModel):
     #: over several of the task's partitions is on the same side everywhere. Off by default until
     #: its cost is measured (docs/configuration.md).
     source_transactions_whole: bool = Field(False, alias="source.transactions.whole")
-    #: Tasks join the shadow group as static members (KIP-345); off until proven under broker chaos.
-    shadow_group_static_membership: bool = Field(False, alias="shadow.group.static.membership")
+    #: Tasks join the shadow group as static members (KIP-345): a restarted task takes its partitions
+    #: back without a rebalance (docs/configuration.md).
+    shadow_group_static_membership: bool = Field(True, alias="shadow.group.static.membership")
     refresh_topics_enabled: bool = Field(True, alias="refresh.topics.enabled")
     refresh_topics_interval_ms: int = Field(600_000, alias="refresh.topics.interval.ms", ge=100)
     sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")
@@ -432,6 +433,9 @@ KEY_DOCS: dict[str, str] = {
     "markers (which grows with the partitions a transaction touches), at most 30 s or a third of "
     "transaction.timeout.ms.",
     "transaction.max.bytes": "A transaction ends after this many record bytes.",
+    "shadow.group.static.membership": "true (default): each task is a static member of the shadow group "
+    "(group.instance.id = its slot, 45 s session): a task restarted within the session takes its partitions back "
+    "without a rebalance; a stop removes the member. false: dynamic members with a 10 s session.",
     "transaction.timeout.ms": "Timeout of the target transactions.",
     "source.transactions.whole": "true: what the source committed in one transaction becomes visible on the target "
     "in one target transaction, on every partition of this task it touched (reads the source's "

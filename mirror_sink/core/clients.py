@@ -54,16 +54,16 @@ def coordination_consumer(
 ) -> Consumer:
     """The shadow-group member on the target: it decides ownership and fences commits; it never fetches.
 
-    With ``instance_id`` it is a static member (KIP-345), as a worker's task is with
-    ``shadow.group.static.membership=true``: a task restarted within its session takes its
+    With ``instance_id`` it is a static member (KIP-345), as a worker's task is by default
+    (``shadow.group.static.membership``): a task restarted within its session takes its
     partitions back at once, with no rebalance, and a coordinator that moves or starves for
     seconds costs no rebalance either. Its session is Kafka's consumer
     default, 45 s, as for a Connect sink task's consumer. A static member does not leave the group
     when closed, so whoever closes it removes it (``mirror_sink.task.static_member``); otherwise a
     stopped connector's group would stay non-empty (KIP-875) and its partitions held for 45 s.
 
-    Without it (the default, and the Spark runtime's lease) it is a dynamic member with a 10 s
-    session, and leaves the group when closed.
+    Without it (``shadow.group.static.membership=false``, and the Spark runtime's lease) it is a
+    dynamic member with a 10 s session, and leaves the group when closed.
     """
     return Consumer(coordination_settings(user, group_id, client_id, instance_id))
 
@@ -73,11 +73,14 @@ def coordination_settings(
 ) -> ClientConfig:
     """The settings of ``coordination_consumer``: the user's, under those correctness needs."""
     static: dict[str, object] = {"group.instance.id": instance_id} if instance_id else {}
+    session_ms = 45_000 if instance_id else 10_000
+    if "max.poll.interval.ms" in user:  # librdkafka refuses a session longer than it
+        session_ms = min(session_ms, int(user["max.poll.interval.ms"]))
     return _with_logger(
         {
             "client.id": client_id,
             "topic.metadata.refresh.interval.ms": 30_000,
-            "session.timeout.ms": 45_000 if instance_id else 10_000,
+            "session.timeout.ms": session_ms,
             "heartbeat.interval.ms": 3_000,
             **user,
         },

@@ -1,6 +1,6 @@
 """A task's static membership of the shadow group: who it is, and how it leaves.
 
-With ``shadow.group.static.membership=true`` a worker's task joins the shadow group as a static
+By default (``shadow.group.static.membership``) a worker's task joins the shadow group as a static
 member (KIP-345) under its slot, the same stable name as its transactional id. A task SIGKILLed and
 started again within the 45 s session takes its partitions back at once, and a coordinator that
 moves or starves for seconds costs no rebalance. The takeover fence's reasoning still holds: the

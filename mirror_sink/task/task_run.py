@@ -7,6 +7,7 @@ committer) and the coordination member of the shadow group on the target.
 
 from __future__ import annotations
 
+import threading
 from contextlib import ExitStack
 
 from confluent_kafka import Consumer
@@ -23,6 +24,8 @@ from mirror_sink.task.data_paths import open_data_path
 from mirror_sink.task.transaction_cuts import TransactionCuts
 
 _CLOSE_LIMIT_S = 30.0
+#: A static member's close still running after this is helped by removing the member (``_close_member``).
+_LEAVE_AFTER_S = 3.0
 
 
 def task_slot(connector: str, worker_id: str, task_id: int) -> str:
@@ -110,10 +113,34 @@ class TaskRun:
 
     def _close_member(self) -> None:
         """Close the shadow-group member and, if static, take it out of the group: its partitions
-        go to the other tasks now, and a stopped connector's group is empty (KIP-875)."""
-        self._close_consumer("member", self.member)
-        if self.instance_id is not None and not self.keep_membership:
+        go to the other tasks now, and a stopped connector's group is empty (KIP-875).
+
+        A static member closing during a rebalance waits in its JoinGroup for the rebalance to
+        finish, which waits for every static member that does not rejoin until its 45 s session
+        ends: stopping two workers at once took longer than a SIGTERM's grace. So a close that has
+        not returned after ``_LEAVE_AFTER_S`` is helped: the member is removed (which answers its
+        JoinGroup), and the close then finishes. Removing it before closing instead would let
+        librdkafka, told its member is unknown, join again under the same instance id."""
+        leaving = self.instance_id is not None and not self.keep_membership
+        closer = threading.Thread(target=self._close_quietly, args=("member", self.member), daemon=True)
+        closer.start()
+        closer.join(_LEAVE_AFTER_S if leaving else _CLOSE_LIMIT_S)
+        if leaving and self.instance_id is not None:
+            if closer.is_alive():
+                self.log.info("closing the shadow-group member waits on a rebalance: removing it from the group")
             static_member.leave(self.config.target_admin(), self.config.shadow_group_id, self.instance_id, self.log)
+            closer.join(max(_CLOSE_LIMIT_S - _LEAVE_AFTER_S, 0.0))
+        if closer.is_alive():
+            self.log.warning(
+                "closing the member consumer did not return within %.0f s (a librdkafka hang); left behind",
+                _CLOSE_LIMIT_S,
+            )
+
+    def _close_quietly(self, name: str, consumer: Consumer) -> None:
+        try:
+            consumer.close()
+        except Exception as exc:
+            self.log.warning("closing the %s consumer: %s", name, exc)
 
     def _close_consumer(self, name: str, consumer: Consumer) -> None:
         try:

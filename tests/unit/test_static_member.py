@@ -41,3 +41,14 @@ def test_a_static_member_has_connects_45_s_session_and_a_dynamic_one_10_s() -> N
         {**PLAIN, "session.timeout.ms": "6000", "group.instance.id": "x"}, "g", "c", "i"
     )
     assert (user["session.timeout.ms"], user["group.instance.id"]) == ("6000", "i")
+
+
+def test_a_lower_max_poll_interval_shortens_the_static_session_instead_of_being_refused() -> None:
+    # librdkafka refuses a session longer than max.poll.interval.ms: a config that set 30 s before
+    # static membership was the default keeps working.
+    short = clients.coordination_settings({**PLAIN, "max.poll.interval.ms": "30000"}, "g", "c", "i")
+    assert short["session.timeout.ms"] == 30_000
+    both = clients.coordination_settings(
+        {**PLAIN, "max.poll.interval.ms": "30000", "session.timeout.ms": "20000"}, "g", "c", "i"
+    )
+    assert both["session.timeout.ms"] == "20000"
