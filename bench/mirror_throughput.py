@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -144,12 +146,16 @@ def mirror_once(
     workdir: Path,
     on_progress: Callable[[int, int], None] | None = None,
     extra: Mapping[str, str] | None = None,
+    checkout: Path | None = None,
+    profile_to: Path | None = None,
 ) -> Result:
     """Mirror ``topic`` with one mode in a fresh connector; measure the process.
 
     ``on_progress(done, total)`` (in source offsets) is called every half second. ``src`` and ``tgt``
     are addresses, or client settings (a secured cluster's SASL/TLS keys), which the connector gets as
-    its ``source.cluster.*`` and ``target.cluster.*`` keys.
+    its ``source.cluster.*`` and ``target.cluster.*`` keys. ``checkout``: run the mirror from that
+    source tree (another commit's worktree, for an A/B pair) instead of this one. ``profile_to``: sample
+    the mirror's Python stacks with py-spy into that file (collapsed stacks; ``bench.profile`` reads it).
     """
     # Milliseconds: runs a second apart (a task-count sweep over a small topic) get names of their own.
     name = f"bench-{mode}-{time.time_ns() // 1_000_000}"
@@ -173,9 +179,13 @@ def mirror_once(
         argv = ["spark", str(path), "--master", "local[2]", "--checkpoint", str(workdir / f"{name}-checkpoint")]
     else:
         argv = ["run", str(path), "--worker-id", "bench"]
+    env = None
+    if checkout is not None:  # its packages ahead of this checkout's editable install
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "api.cli", *argv], stdout=log, stderr=log)
+        proc = subprocess.Popen([sys.executable, "-m", "api.cli", *argv], stdout=log, stderr=log, env=env, cwd=checkout)
     reap_with_this_process(pid=proc.pid)  # an interrupted benchmark leaves no mirror behind
+    sampler = _sample_stacks(proc.pid, profile_to) if profile_to is not None else None
     tree = ProcessTree(proc.pid)  # the whole tree: Spark's JVM and Python workers count as the mirror's cost
     ends = end_offsets(src, topic)
     target_topic = f"{name}.{topic}"
@@ -200,6 +210,8 @@ def mirror_once(
     cpu = tree.cpu_seconds()
     proc.terminate()
     proc.wait(60)
+    if sampler is not None:
+        sampler.wait(60)  # py-spy writes its file when the mirror exits
     megabytes = records * RECORD_BYTES / 1e6
     reading_at = _first_reading(log_path)
     copy_seconds = finished_at - reading_at if reading_at is not None else None
@@ -220,6 +232,15 @@ def mirror_once(
         copy_cpu,
         copy_cpu / (megabytes / 1000) if copy_cpu is not None else None,
     )
+
+
+def _sample_stacks(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling ``pid``'s threads (without pausing it) until it exits, into ``out``."""
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if spy is None:
+        raise RuntimeError("py-spy is not installed: pip install 'mirror-sink[bench]'")
+    argv = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--nonblocking", "--threads"]
+    return subprocess.Popen([*argv, "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 _READING = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*\] reading \d+ source partitions", re.MULTILINE)

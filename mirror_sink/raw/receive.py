@@ -7,12 +7,15 @@ A byte of a Fetch response was copied five or six times before its batch could b
 
 Here a byte is copied once, from the socket into its response's frame:
 
-* ``_sock_recv`` reads a frame's body with ``recv_into`` straight into the frame buffer (a
-  ``KafkaBytes``, kafka-python's own) once the frame's size is known and at least ``DIRECT_BYTES``
+* ``_sock_recv`` reads a frame's body with ``recv_into`` straight into the frame buffer once the
+  frame's size is known and at least ``DIRECT_BYTES````
   of it are missing; headers and small responses go through a 64 KiB scratch buffer per
   connection, so a burst of small responses costs one system call, not two per response. It
   returns the frames it completed (``Frames``) and ``KafkaProtocol.receive_bytes`` decodes those as
   they are, keeping its byte-stream path for anything else.
+* A frame of at least ``frames.MIN_POOLED_BYTES`` lives in a buffer reused from an earlier response
+  (``mirror_sink.raw.frames``): no fresh pages, no zero-fill. Smaller ones are kafka-python's own
+  ``KafkaBytes``.
 * ``KafkaBytes.read`` returns a view of the frame for large reads (the decoder asks for the whole
   frame, then turns it into a memoryview anyway).
 * A ``records`` field (a partition's record batches) of such a frame is decoded as a view of it,
@@ -36,6 +39,8 @@ from kafka.net import transport
 from kafka.protocol import frame, parser
 from kafka.protocol.schemas.fields import simple
 from kafka.protocol.schemas.fields.codecs import types
+
+from mirror_sink.raw.frames import MIN_POOLED_BYTES, POOL, PooledFrame
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +80,7 @@ def _feed(proto: Any, data: memoryview, frames: Frames) -> None:
                 return
             size = _SIZE.unpack_from(header, 0)[0]
             proto._validate_frame_size(size)
-            proto._rbuffer = frame.KafkaBytes(size)
+            proto._rbuffer = POOL.frame(size, VIEW_BYTES) if size >= MIN_POOLED_BYTES else frame.KafkaBytes(size)
             proto._receiving = True
         body = proto._rbuffer
         take = min(len(body) - body.tell(), n - i)
@@ -107,7 +112,7 @@ def _sock_recv(self: Any) -> tuple[Frames | bytes, Exception | None]:
             body = proto._rbuffer if proto._receiving else None
             if body is not None and len(body) - body.tell() >= DIRECT_BYTES:
                 start = body.tell()
-                got = sock.recv_into(memoryview(body)[start:])
+                got = sock.recv_into((body.view if type(body) is PooledFrame else memoryview(body))[start:])
                 body.seek(start + got)
                 if got:
                     _maybe_complete(proto, frames)
