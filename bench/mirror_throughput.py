@@ -40,6 +40,8 @@ PARTITIONS = 6
 
 MODES: dict[str, dict[str, str]] = {
     "raw-eos": {"transaction.producer": "true", "mirror.mode": "raw"},
+    # Commits the moment it has caught up (transaction.boundary.linger.ms=0), as before issue 47.
+    "raw-eos-eager": {"transaction.producer": "true", "mirror.mode": "raw", "transaction.boundary.linger.ms": "0"},
     "record-eos": {"transaction.producer": "true", "mirror.mode": "record"},
     "auto-eos": {"transaction.producer": "true", "mirror.mode": "auto"},  # raw, or record for tiny batches
     # Source transactions kept whole (issue 43): the same modes, committing only at cuts of the source.

@@ -139,7 +139,7 @@ def _latency(
     topic = f"bench-latency-{mirror}-{time.time_ns() // 1_000_000}"
     lat = measure_latency(
         src, tgt, topic, start, partitions=PARTITIONS, rate_per_s=rate, seconds=seconds,
-        values=json_like_values(LATENCY_VALUES), transactional=mirror.endswith("-eos"), drain_timeout_s=drain_s,
+        values=json_like_values(LATENCY_VALUES), transactional="-eos" in mirror, drain_timeout_s=drain_s,
     )  # fmt: skip
     entry: dict[str, Any] = {"mirror": mirror, **asdict(lat)}
     entry["commits_from"] = "mirror" if lat.commits is not None else None

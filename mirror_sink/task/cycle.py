@@ -102,6 +102,10 @@ class Cycle:
         self.plan = CommitPlan(run, ownership)
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
+        #: ``transaction.boundary.linger.ms``: a caught-up commit waits until this (the last commit's
+        #: end plus the linger), so that records flowing steadily share a transaction and its markers.
+        self._linger_s = run.config.transaction_linger_ms / 1000
+        self._linger_until = 0.0
         self._aborting_since: float | None = None
         self._stop = threading.Event()
         self._abandoned = False  # a cycle that had to abort while stopping: left to fence or timeout
@@ -176,7 +180,12 @@ class Cycle:
             if (
                 self._cycle_bytes >= cfg.transaction_max_bytes
                 or time.monotonic() >= self._next_commit_at
-                or (adaptive and self.committer.open and self._caught_up(positions))
+                or (
+                    adaptive
+                    and self.committer.open
+                    and time.monotonic() >= self._linger_until
+                    and self._caught_up(positions)
+                )
             ) and self._at_cut(positions):
                 self._commit_and_schedule(interval_s, adaptive=adaptive)
                 if auto_mode and not self.committer.open and (why := self.path.record_mode_advised()):
@@ -191,7 +200,12 @@ class Cycle:
     def _wait_s(self, now: float) -> float:
         """How long the next copy may wait for data."""
         if self._to_commit():
-            wait = max(0.0, min(0.1, self._next_commit_at - now))
+            # Data ends the wait at once; without data the cycle commits at the interval or, caught
+            # up, at the linger's end, so neither is overslept.
+            due = self._next_commit_at
+            if self.committer.open and self._linger_until > now:
+                due = min(due, self._linger_until)
+            wait = max(0.0, min(0.1, due - now))
         elif self.path.positions_move_unseen:  # idle, but the next commit may save a moved position
             wait = max(0.0, min(_IDLE_WAIT_S, self._next_commit_at - now))
         else:
@@ -217,6 +231,7 @@ class Cycle:
             next_interval_s = max(interval_s, _IDLE_COMMIT_S)
         # (else nothing moved: no need to look at every partition's position)
         self._next_commit_at = time.monotonic() + next_interval_s
+        self._linger_until = time.monotonic() + self._linger_s
 
     def _finish_on_stop(self) -> None:
         """Graceful stop: commit the open cycle rather than throw it away, unless that would commit

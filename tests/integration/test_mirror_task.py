@@ -8,7 +8,7 @@ import time
 from functools import partial
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions
 
@@ -288,6 +288,42 @@ def test_a_transaction_ends_once_the_mirror_has_caught_up_not_at_the_interval(
     finally:
         for proc in procs.values():
             assert proc.stop() == 0, proc.log_tail()
+
+
+def test_records_flowing_steadily_share_transactions_for_the_linger(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+) -> None:
+    """``transaction.boundary.linger.ms``: a caught-up task commits no sooner than the linger after its
+    previous commit, so a trickle shares transactions and their markers (one per partition a
+    transaction wrote) instead of paying one transaction per record, and every record arrives once."""
+    topic = unique("linger")
+    create_topic(source.bootstrap_servers, topic, 2)
+    # (The interval, 200 ms in the tests' settings, would end each transaction before the linger.)
+    linger = {"transaction.boundary.linger.ms": "2000", "transaction.boundary.interval.ms": "10000"}
+    config = mirror_config(unique("linger"), source, target, topic, **linger)
+    proc = mirror(config).start()
+    try:
+        wait_until(partial(_reading, proc, 2), 60, "the mirror to start reading")
+        records = [Rec(b"k%d" % i, b"v%d" % i, partition=i % 2) for i in range(30)]
+        started = time.monotonic()
+        producer = Producer({"bootstrap.servers": source.bootstrap_servers})
+        for record in records:  # about 10 a second: committed as each one is caught up, 30 transactions
+            producer.produce(topic, record.value, record.key, partition=record.partition)
+            producer.flush(10)
+            time.sleep(0.1)
+        spread_s = time.monotonic() - started
+        target_topic = f"source.{topic}"
+        group = f"connect-{config['name']}"
+        wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "caught up")
+        markers = sum(end_offsets(target.bootstrap_servers, target_topic).values()) - len(records)
+        # At most one transaction per linger over the spread, and one more at each end: 2 markers each.
+        most = 2 * (int(spread_s / 2.0) + 2)
+        print(f"30 records over {spread_s:.1f} s: {markers} markers (at most {most} allowed)")
+        assert markers <= most, f"{markers} markers for 30 records over {spread_s:.1f} s with a 2 s linger"
+        copied = read_all(target.bootstrap_servers, target_topic)
+        assert sorted((r.key, r.value) for p in copied.values() for r in p) == sorted((r.key, r.value) for r in records)
+    finally:
+        assert proc.stop() == 0, proc.log_tail()
 
 
 def test_a_partition_assigned_again_with_its_leader_epoch_reads_on_from_its_offset(
