@@ -21,6 +21,9 @@ def main() -> int:
     runs = scale.RUNS
     parser = argparse.ArgumentParser(description=scale.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", default=",".join(runs), help=f"comma-separated, of {', '.join(runs)}")
+    parser.add_argument(
+        "--runs", help="only these runs of the scenarios, comma-separated mirror:tasks (e.g. raw-eos:1,mm2-eos:1)"
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the amount of data (not partitions)")
     parser.add_argument("--codec", default="lz4")
     parser.add_argument("--source", help="source bootstrap servers (default: local clusters started here)")
@@ -40,7 +43,8 @@ def main() -> int:
     # ran a 768 MB one out of heap that way before it stopped parking above 1,000 a leader).
     heap = "3g" if "10000-partitions" in scenarios else "768m"
     with given_or_local(args.workdir, args.source, args.target, heap=heap) as (src, tgt):
-        results = scale.run(src, tgt, args.workdir, scenarios, scale=args.scale, codec=args.codec)
+        only = set(args.runs.split(",")) if args.runs else None
+        results = scale.run(src, tgt, args.workdir, scenarios, scale=args.scale, codec=args.codec, only=only)
     results = scale.keep_other_scenarios(data_dir(args.out) / scale.SCALE_RESULTS, results)
     publish_section(args.out, scale.SCALE_RESULTS, results, scale.render(results))
     return 0

@@ -12,8 +12,10 @@ have no core left: the machine's busy cores (``BusyTimeline``) show whether it w
 from __future__ import annotations
 
 import bisect
+import re
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import psutil
 
@@ -161,3 +163,28 @@ class ProcessTree:
         time.sleep(seconds)
         self.sample()
         return self.cpu_seconds() - busy
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU-seconds so far of ``pid``'s threads, summed by thread name with digits folded to ``#``
+    (librdkafka names its threads ``rdk:main``, ``rdk:broker12``; a JVM its own; CPython 3.11 leaves
+    its threads the process's name, so they count together). Empty when the process has gone."""
+    out: dict[str, float] = {}
+    try:
+        threads = psutil.Process(pid).threads()
+    except psutil.Error:
+        return out
+    for t in threads:
+        try:
+            name = Path(f"/proc/{pid}/task/{t.id}/comm").read_text().strip()
+        except OSError:
+            name = "?"
+        key = re.sub(r"\d+", "#", name)
+        out[key] = out.get(key, 0.0) + t.user_time + t.system_time
+    return out
+
+
+def thread_cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU-seconds each thread group used between two ``thread_cpu_seconds`` readings, most first."""
+    delta = {k: after[k] - before.get(k, 0.0) for k in after}
+    return dict(sorted(((k, v) for k, v in delta.items() if v > 0), key=lambda kv: -kv[1]))

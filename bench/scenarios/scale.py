@@ -124,8 +124,18 @@ def _run(mirror: str, tasks: int, src: str, tgt: str, source: Source, *, codec: 
     return result
 
 
-def run(src: str, tgt: str, workdir: Path, scenarios: list[str], *, scale: float, codec: str) -> dict[str, Any]:
-    """Write each scenario's data once and mirror it with each of its runs; the JSON-able results."""
+def run(
+    src: str,
+    tgt: str,
+    workdir: Path,
+    scenarios: list[str],
+    *,
+    scale: float,
+    codec: str,
+    only: set[str] | None = None,
+) -> dict[str, Any]:
+    """Write each scenario's data once and mirror it with each of its runs (``only``: the runs named
+    ``mirror:tasks`` among them); the JSON-able results."""
     out = []
     for scenario in scenarios:
         stamp = time.time_ns() // 1_000_000
@@ -147,6 +157,8 @@ def run(src: str, tgt: str, workdir: Path, scenarios: list[str], *, scale: float
         print(f"    {source.records:,} records, {source.megabytes:.1f} MB, {source.partitions} partitions", flush=True)
         runs = []
         for mirror, tasks in RUNS[scenario]:
+            if only is not None and f"{mirror}:{tasks}" not in only:
+                continue
             print(f"{scenario}: {mirror}, tasks.max={tasks}", flush=True)
             before = set(list_topic_names(tgt))
             try:
@@ -167,6 +179,9 @@ def run(src: str, tgt: str, workdir: Path, scenarios: list[str], *, scale: float
                 f"peak RSS {result['peak_rss_mb']:.0f} MB, idle CPU {_num(result.get('idle_cpu_seconds'), 2)} s",
                 flush=True,
             )
+            if result.get("idle_threads"):
+                top = list(result["idle_threads"].items())[:8]
+                print("    idle CPU by thread: " + ", ".join(f"{n} {c:.2f} s" for n, c in top), flush=True)
         out.append({**asdict(source), "megabytes": source.megabytes, "idle_s": IDLE_S, "runs": runs})
     return {
         "command": " ".join([".venv/bin/python -m bench.scale", *sys.argv[1:]]),

@@ -46,7 +46,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from bench.common.console import Progress, tail
-from bench.common.cpu import ProcessTree
+from bench.common.cpu import ProcessTree, thread_cpu_delta, thread_cpu_seconds
 from bench.common.machine import machine
 from bench.common.section import Section
 from bench.mirror_throughput import MODES, json_like_values
@@ -460,6 +460,7 @@ def run_mirror_sink(
     reap_with_this_process(pid=proc.pid)
     sampler = ProcessTree(proc.pid)
     first_commit_s = idle_cpu = None
+    idle_threads: dict[str, float] = {}
     try:
         while True:
             time.sleep(SAMPLE_S)
@@ -475,7 +476,7 @@ def run_mirror_sink(
             if done >= total:
                 seconds = time.monotonic() - started
                 sampler.sample()
-                idle_cpu = sampler.idle(idle_s, IDLE_SETTLE_S) if idle_s else None
+                idle_cpu, idle_threads = _idle(proc.pid, sampler, idle_s) if idle_s else (None, {})
                 break
             if proc.poll() is not None:
                 raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}\n{tail(log_path, 20)}")
@@ -486,7 +487,14 @@ def run_mirror_sink(
     text = log_path.read_text(errors="replace")
     summary = parse_mirror_log(text)
     result = figures(mirror, source, seconds, sampler.cpu_seconds() - (idle_cpu or 0.0), sampler.peak_rss_bytes)
-    result |= {"log": str(log_path), "first_commit_s": first_commit_s, "idle_cpu_seconds": idle_cpu, **asdict(summary)}
+    result |= {
+        "log": str(log_path),
+        "first_commit_s": first_commit_s,
+        "idle_cpu_seconds": idle_cpu,
+        # Where the idle CPU went, by thread (librdkafka's by name; the Python threads together).
+        "idle_threads": {name: round(cpu, 3) for name, cpu in idle_threads.items()},
+        **asdict(summary),
+    }
     # mirror.mode=auto: how many of the tasks measured their batches too small and went on in record mode.
     result["switched_to_record"] = text.count("mirror.mode=auto switches to record mode")
     if summary.forwarded is not None:
@@ -494,6 +502,14 @@ def run_mirror_sink(
         result["records_per_batch"] = summary.records / batches if batches else None  # both count re-copies
     result["target_topics"] = _target_configs(tgt, [f"{name}.{t}" for t in source.topics])
     return result
+
+
+def _idle(pid: int, sampler: ProcessTree, idle_s: float) -> tuple[float, dict[str, float]]:
+    """A caught-up mirror's CPU-seconds over ``idle_s`` after settling, and by thread."""
+    time.sleep(IDLE_SETTLE_S)
+    before = thread_cpu_seconds(pid)
+    cpu = sampler.idle(idle_s)
+    return cpu, thread_cpu_delta(before, thread_cpu_seconds(pid))
 
 
 def run_mm2_shape(mirror: str, src: str, tgt: str, source: Source, *, workdir: Path, codec: str) -> dict[str, Any]:
