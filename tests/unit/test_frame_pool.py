@@ -9,6 +9,7 @@ from kafka.protocol.consumer import FetchResponse
 
 import mirror_sink.raw.wire  # noqa: F401  (installs the in-place decoding of records)
 from mirror_sink.raw.frames import FramePool, capacity
+from tests.unit.fetch_responses import encoded_fetch_response
 
 pytestmark = pytest.mark.unit
 
@@ -61,30 +62,7 @@ def test_idle_buffers_are_bounded() -> None:
 
 def test_a_fetch_response_decoded_from_a_pooled_frame_has_writable_views_of_it() -> None:
     records = bytes(range(256)) * 800
-    response = FetchResponse(
-        version=12,
-        throttle_time_ms=0,
-        error_code=0,
-        session_id=0,
-        responses=[
-            FetchResponse.FetchableTopicResponse(
-                topic="t",
-                partitions=[
-                    FetchResponse.FetchableTopicResponse.PartitionData(
-                        partition_index=0,
-                        error_code=0,
-                        high_watermark=10,
-                        last_stable_offset=10,
-                        log_start_offset=0,
-                        aborted_transactions=[],
-                        preferred_read_replica=-1,
-                        records=records,
-                    )
-                ],
-            )
-        ],
-    )
-    encoded = response.encode(version=12)
+    encoded = encoded_fetch_response(records)
     pool = FramePool()
     frame = pool.frame(len(encoded), 65_536)
     frame.write(encoded)

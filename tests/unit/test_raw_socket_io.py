@@ -21,6 +21,7 @@ import mirror_sink.raw.wire  # noqa: F401  (installs the socket I/O below)
 from mirror_sink.raw import receive, send
 from mirror_sink.raw.frames import MIN_POOLED_BYTES, PooledFrame
 from mirror_sink.raw.produce_request import ChunkedProduce, Chunks
+from tests.unit.fetch_responses import encoded_fetch_response
 
 
 def test_raw_mode_s_connections_read_in_place_and_send_vectored() -> None:
@@ -131,30 +132,7 @@ def test_a_closed_peer_is_a_connection_error() -> None:
 def test_a_large_fetch_response_s_records_are_writable_views_of_its_frame() -> None:
     """Decoded from a frame read in place, a partition's batches are the frame's own memory."""
     records = os.urandom(200_000)
-    response = FetchResponse(
-        version=12,
-        throttle_time_ms=0,
-        error_code=0,
-        session_id=0,
-        responses=[
-            FetchResponse.FetchableTopicResponse(
-                topic="t",
-                partitions=[
-                    FetchResponse.FetchableTopicResponse.PartitionData(
-                        partition_index=0,
-                        error_code=0,
-                        high_watermark=10,
-                        last_stable_offset=10,
-                        log_start_offset=0,
-                        aborted_transactions=[],
-                        preferred_read_replica=-1,
-                        records=records,
-                    )
-                ],
-            )
-        ],
-    )
-    encoded = response.encode(version=12)
+    encoded = encoded_fetch_response(records)
     body = KafkaBytes(len(encoded))
     body.write(encoded)
     body.seek(0)
