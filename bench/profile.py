@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.common.machine import cores_and_memory
+from bench.common.markdown import table
 from bench.mirror_throughput import RECORD_BYTES, RESULTS, mirror_once, write_source
 from devkafka.pair import DevClusters
 
@@ -142,12 +143,17 @@ def main() -> int:
 def _print(profiles: Iterable[Profile], args: argparse.Namespace) -> None:
     profiles = list(profiles)
     print(f"\n({cores_and_memory()}; raw-eos, {args.gb} GB of 1 KB records, {args.codec})")
-    print("| run | MB/s | copy CPU-s/GB | " + " | ".join(b for b, _ in BUCKETS) + " | other |")
-    print("|---" * (len(BUCKETS) + 4) + "|")
-    for p in profiles:
-        cells = [f"{p.shares[b]:.1%}" for b, _ in BUCKETS] + [f"{p.shares['other']:.1%}"]
-        cpu = f"{p.copy_cpu_s_per_gb:.2f}" if p.copy_cpu_s_per_gb is not None else "-"
-        print(f"| {p.side} ({p.rev}) | {p.mb_per_s:.1f} | {cpu} | " + " | ".join(cells) + " |")
+    buckets = [b for b, _ in BUCKETS] + ["other"]
+    rows = [
+        [
+            f"{p.side} ({p.rev})",
+            f"{p.mb_per_s:.1f}",
+            f"{p.copy_cpu_s_per_gb:.2f}" if p.copy_cpu_s_per_gb is not None else "-",
+            *(f"{p.shares[b]:.1%}" for b in buckets),
+        ]
+        for p in profiles
+    ]
+    print("\n".join(table(["run", "MB/s", "copy CPU-s/GB", *buckets], rows)))
     for p in profiles:
         print(f"\ntop of the stack, {p.side} ({p.rev}):")
         for leaf, share in p.top:

@@ -1,7 +1,7 @@
 """Response frames in reused buffers: a Fetch response's bytes land in memory that is already paged in.
 
 A fresh ``bytearray`` per response costs more than the copy into it: the allocator hands out fresh
-pages and ``bytearray`` zero-fills them (13% of the raw path's CPU in a 1 GB profile). ``FramePool``
+pages and ``bytearray`` zero-fills them (8-11% of a 1 GB copy's py-spy samples, docs/benchmarks-notes.md). ``FramePool``
 keeps the buffers of released frames by size class and hands them to the next response of a similar
 size, neither zeroed nor faulted in again.
 

@@ -8,11 +8,11 @@ A byte of a Fetch response was copied five or six times before its batch could b
 Here a byte is copied once, from the socket into its response's frame:
 
 * ``_sock_recv`` reads a frame's body with ``recv_into`` straight into the frame buffer once the
-  frame's size is known and at least ``DIRECT_BYTES````
-  of it are missing; headers and small responses go through a 64 KiB scratch buffer per
-  connection, so a burst of small responses costs one system call, not two per response. It
-  returns the frames it completed (``Frames``) and ``KafkaProtocol.receive_bytes`` decodes those as
-  they are, keeping its byte-stream path for anything else.
+  frame's size is known and at least ``DIRECT_BYTES`` of it are missing; headers and small
+  responses go through a 64 KiB scratch buffer per connection, so a burst of small responses costs
+  one system call, not two per response. It returns the frames it completed (``Frames``) and
+  ``KafkaProtocol.receive_bytes`` decodes those as they are, keeping its byte-stream path for
+  anything else.
 * A frame of at least ``frames.MIN_POOLED_BYTES`` lives in a buffer reused from an earlier response
   (``mirror_sink.raw.frames``): no fresh pages, no zero-fill. Smaller ones are kafka-python's own
   ``KafkaBytes``.
