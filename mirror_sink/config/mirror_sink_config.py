@@ -145,6 +145,9 @@ class MirrorSinkConfig(BaseModel):
     #: wrote 26 markers per 1,000 records instead of 84-156, p99 unchanged (docs/benchmarks-notes.md).
     transaction_linger_ms: int = Field(100, alias="transaction.boundary.linger.ms", ge=0)
     transaction_max_bytes: int = Field(64 * 1024 * 1024, alias="transaction.max.bytes", ge=1024)
+    #: Raw mode: a source leader quiet for a second is watched by one Fetch parked this long instead
+    #: of polled every fetch.wait.max.ms (docs/configuration.md).
+    fetch_idle_wait_ms: int = Field(500, alias="fetch.idle.wait.max.ms", ge=0, le=60_000)
     transaction_timeout_ms: int = Field(60_000, alias="transaction.timeout.ms", ge=1000)
     #: Keep source transactions whole (issue 43): copy only up to cuts where every source transaction
     #: over several of the task's partitions is on the same side everywhere. Off by default until
@@ -383,6 +386,7 @@ class MirrorSinkConfig(BaseModel):
             memory_bytes=self.buffer_memory,
             chunk_bytes=max(self.transaction_max_bytes // 4, 1),
             sync_partition=self.offset_syncs_partition,
+            idle_wait_ms=self.fetch_idle_wait_ms,
         )
 
     def to_props(self) -> dict[str, str]:
@@ -439,6 +443,10 @@ KEY_DOCS: dict[str, str] = {
     "than this after its previous commit ended, so that records flowing steadily share a transaction and its "
     "markers; a record after a quiet spell is committed at once. 0: commit the moment it has caught up.",
     "transaction.max.bytes": "A transaction ends after this many record bytes.",
+    "fetch.idle.wait.max.ms": "Raw mode: a source leader whose Fetches brought nothing for a second is watched "
+    "by one read_uncommitted Fetch parked this long (its records are never forwarded), which the broker answers "
+    "at the next record appended; data then flows with read_committed Fetches of fetch.wait.max.ms again. "
+    "At or below fetch.wait.max.ms: no watches, quiet leaders are asked every fetch.wait.max.ms.",
     "shadow.group.static.membership": "true (default): each task is a static member of the shadow group "
     "(group.instance.id = its slot, 45 s session): a task restarted within the session takes its partitions back "
     "without a rebalance; a stop removes the member. false: dynamic members with a 10 s session.",

@@ -86,6 +86,8 @@ class PathSettings:
     memory_bytes: int  # raw mode's budget for data fetched and not yet acknowledged
     chunk_bytes: int  # how much one copy call takes into the cycle at most
     sync_partition: TargetPartition | None  # where offset syncs go (None: not written)
+    #: Raw mode: how long a quiet source leader's watch is parked (0: no watches).
+    idle_wait_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,8 @@ raw_batches_total = Counter(
 fetch_requests_total = Counter(
     "mirror_sink_fetch_requests",
     "Raw mode: Fetches sent to the source, by kind: full (names every partition, asks for a session), "
-    "incremental (names only what changed, KIP-227) or sessionless.",
+    "incremental (names only what changed, KIP-227), sessionless, or watch (an incremental Fetch of a quiet "
+    "leader, read_uncommitted and parked fetch.idle.wait.max.ms, whose records are never forwarded).",
     (*TASK_LABELS, "kind"),
 )
 fetch_session_resets_total = Counter(

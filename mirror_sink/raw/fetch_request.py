@@ -1,5 +1,6 @@
-"""The raw fetcher's Fetch requests: a session's ``Plan`` as read_committed Fetch v12 (topics by
-name) or v13 (topics by id), the part of the Java client's ``FetchRequest.Builder``."""
+"""The raw fetcher's Fetch requests: a session's ``Plan`` as Fetch v12 (topics by name) or v13
+(topics by id), read_committed or, for an idle leader's watch, read_uncommitted; the part of the
+Java client's ``FetchRequest.Builder``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from kafka.protocol.consumer import FetchRequest
 
 from mirror_sink.raw.fetch_session import Kind, Plan
 
-_READ_COMMITTED = 1
+_READ_UNCOMMITTED, _READ_COMMITTED = 0, 1
 #: v12 names topics; v13 (Kafka 3.1+) names them by id, so a topic deleted and created again under
 #: the same name answers UNKNOWN_TOPIC_ID instead of serving the new topic's records at old offsets.
 FETCH_VERSIONS = (12, 13)
@@ -24,8 +25,9 @@ class FetchRequestBuilder:
         self.partition_max_bytes = partition_max_bytes
         self._rotation = 0
 
-    def build(self, plan: Plan, max_bytes: int, wait_ms: int) -> FetchRequest:
-        """The Fetch that carries ``plan``: at most ``max_bytes``, parked at most ``wait_ms``."""
+    def build(self, plan: Plan, max_bytes: int, wait_ms: int, *, committed: bool = True) -> FetchRequest:
+        """The Fetch that carries ``plan``: at most ``max_bytes``, parked at most ``wait_ms``;
+        ``committed=False`` asks read_uncommitted (a watch, whose records are never forwarded)."""
         f = FetchRequest
         by_id = self.version >= BY_TOPIC_ID
         topics: dict[Any, list[Any]] = {}
@@ -59,7 +61,7 @@ class FetchRequestBuilder:
             max_wait_ms=wait_ms,
             min_bytes=1,
             max_bytes=max_bytes,
-            isolation_level=_READ_COMMITTED,
+            isolation_level=_READ_COMMITTED if committed else _READ_UNCOMMITTED,
             session_id=plan.session_id,
             session_epoch=plan.session_epoch,
             topics=[

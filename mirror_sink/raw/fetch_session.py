@@ -45,6 +45,7 @@ class Kind(StrEnum):
     FULL = "full"  # names every partition, and asks for a (new) session
     INCREMENTAL = "incremental"  # names only what changed
     SESSIONLESS = "sessionless"  # names every partition, no session (disabled, or none to be had)
+    WATCH = "watch"  # an incremental Fetch of a quiet leader that names nothing, read_uncommitted (leader_fetches)
 
 
 @dataclass(frozen=True, slots=True)

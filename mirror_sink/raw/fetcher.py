@@ -66,6 +66,7 @@ class RawFetcher:
         fetch_max_bytes: int,
         partition_max_bytes: int,
         max_wait_ms: int,
+        idle_wait_ms: int | None = None,
         sessions: bool = True,
     ) -> None:
         self.wire = wire
@@ -98,6 +99,7 @@ class RawFetcher:
             fetch_max_bytes=fetch_max_bytes,
             partition_max_bytes=partition_max_bytes,
             max_wait_ms=max_wait_ms,
+            idle_wait_ms=max_wait_ms if idle_wait_ms is None else idle_wait_ms,
             sessions=sessions,
             clock=time.monotonic,
         )
@@ -229,7 +231,7 @@ class RawFetcher:
         by_id = self.version >= BY_TOPIC_ID
         quiet = self._leaders.quiet
         news = False
-        for leader, members, response in self._leaders.answers():
+        for leader, members, response, watch in self._leaders.answers():
             # Data is taken only for what the session holds at the partition's current position:
             # an answer for a partition unassigned, sought, moved to another leader or forgotten
             # since is dropped (a session never serves a partition it was told to forget, but a
@@ -242,6 +244,10 @@ class RawFetcher:
                 for pd in topic.partitions:
                     if pd.records:
                         quiet.discard(leader)
+                    if watch:
+                        pd.records = None  # perhaps not committed: the next read_committed Fetch reads it
+                        if not _must_take(pd):
+                            continue
                     key = (name, pd.partition_index)
                     held, part = members.get(key), parts.get(key)  # type: ignore[call-overload]
                     if (
@@ -276,3 +282,10 @@ class RawFetcher:
         if close_sessions:
             self._leaders.close_sessions()
         self.wire.close()
+
+
+def _must_take(pd: Any) -> bool:
+    """Whether a watch's answer for a partition must be taken all the same: an error, or a log that
+    diverged, concerns the partition whatever the isolation level (a watch's records never are)."""
+    diverging = getattr(pd, "diverging_epoch", None)
+    return bool(pd.error_code) or (diverging is not None and diverging.epoch >= 0)

@@ -63,6 +63,7 @@ class RawPath:
                 fetch_max_bytes=fetch_max,
                 partition_max_bytes=partition_max,
                 max_wait_ms=int(source_props.get("fetch.wait.max.ms", 100)),
+                idle_wait_ms=settings.idle_wait_ms,
             )
             self.transactions = TransactionClient(
                 target,

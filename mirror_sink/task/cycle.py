@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
 from mirror_sink.core.data_path import Copied
@@ -35,6 +35,7 @@ from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.skipped_ranges import AuditRecord
 from mirror_sink.task.commit_plan import CommitPlan
 from mirror_sink.task.ownership import Ownership
+from mirror_sink.task.source_group import SourceGroupCommits
 from mirror_sink.task.task_metrics import TaskMetrics
 from mirror_sink.task.task_run import TaskRun
 from mirror_sink.topics.source_discovery import TopicMapping
@@ -100,6 +101,9 @@ class Cycle:
         self.committer = run.committer
         self.path = run.path
         self.plan = CommitPlan(run, ownership)
+        self._source_group = SourceGroupCommits(
+            lambda offsets: run.source.commit(offsets=offsets, asynchronous=True), run.log
+        )
         self._cycle_bytes = 0
         self._next_commit_at = 0.0
         #: ``transaction.boundary.linger.ms``: a caught-up commit waits until this (the last commit's
@@ -448,15 +452,11 @@ class Cycle:
         self._stop.wait(min(0.1 * (1 + now - self._aborting_since), 2.0))
 
     def commit_source_positions(self) -> None:
-        """Informational: the committed positions into the source group, for lag tooling."""
+        """Informational: the committed positions that moved into the source group, for lag tooling."""
         own = self.ownership
         if not own.reading or not self.run.config.source_group_commit_interval_ms:
             return
-        offsets = [TopicPartition(tp.topic, tp.partition, own.committed[tp]) for tp in own.reading]
-        try:
-            self.run.source.commit(offsets=offsets, asynchronous=True)
-        except KafkaException as exc:
-            self.log.debug("source group commit skipped: %s", exc)
+        self._source_group.commit(own.reading, own.committed)
 
     def log_progress(self) -> None:
         """One line of what the task has done, for operators."""

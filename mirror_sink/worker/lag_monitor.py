@@ -9,8 +9,14 @@ group on the target (the last committed offsets, without waiting for a transacti
 them); for the lagging partitions only, one small read_committed fetch at the shadow offset gives
 the first unmirrored record's timestamp.
 
-A round of a caught-up mirror costs little more than those two requests: the partition lists and
-the series' labels are made again only when the mirrored topics change.
+An idle mirror's round costs one request: when the source's last stable offsets are those of the
+last round and nothing was left to mirror then, nothing can have changed but an external reset of
+the shadow group, so the OffsetFetch and the sums are skipped. The partition lists and the series'
+labels are made again only when the mirrored topics change, and a series is set only when its value
+changed (2,000 unchanged gauges were a fifth of an idle round at 1,000 partitions). Every
+``_FULL_ROUND_EVERY`` rounds (a minute) all of it is done all the same: a shadow group reset by hand
+shows, and a series removed meanwhile (by a stopped monitor of the same connector that closed late)
+comes back.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ _INTERVAL_S = 5.0
 _TIMEOUT_S = 10.0
 #: Lagging partitions whose first unmirrored record is read per round (the oldest lag wins the alert anyway).
 _AGE_PROBES = 200
+#: Every this many rounds the shadow group is read and each series set, whatever changed.
+_FULL_ROUND_EVERY = 12
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,12 @@ class LagMonitor:
             finish=self._close,
         )
         self._layout: _Layout | None = None
-        self._published: set[tuple[str, ...]] = set()
+        #: Each published series' last values (records, seconds).
+        self._published: dict[tuple[str, ...], tuple[int, float]] = {}
+        self._rounds = 0
+        #: The last full round's source ends and lag, to tell a round that can change nothing.
+        self._last_ends: dict[tuple[str, int], int] | None = None
+        self._last_lag: dict[tuple[str, int], int] = {}
         #: The last round's lag per target (topic, partition): (records, seconds), for the status page.
         self.last: dict[tuple[str, int], tuple[int, float]] = {}
 
@@ -121,7 +134,11 @@ class LagMonitor:
         layout = self._layout_of(self._mappings())
         if not layout.pairs:
             return {}
+        self._rounds += 1
+        every = self._rounds % _FULL_ROUND_EVERY == 0
         ends = self._ends(layout)
+        if not every and ends == self._last_ends and not any(self._last_lag.values()):
+            return self._last_lag  # the source moved nowhere, and the mirror had nothing left
         committed = clients.in_parts(self._shadow.committed, layout.shadow, _TIMEOUT_S)
         _serve_events(self._shadow)
         _serve_events(self._probe)
@@ -148,7 +165,8 @@ class LagMonitor:
                 continue
             records[labels] = records.get(labels, 0) + behind_by
             seconds[labels] = max(seconds.get(labels, 0.0), ages.get((target_topic, p), 0.0))
-        self._publish(records, seconds)
+        self._publish(records, seconds, every=every)
+        self._last_ends, self._last_lag = ends, lag
         return lag
 
     def _ends(self, layout: _Layout) -> dict[tuple[str, int], int]:
@@ -196,15 +214,21 @@ class LagMonitor:
         )
         return self._layout
 
-    def _publish(self, records: Mapping[tuple[str, ...], int], seconds: Mapping[tuple[str, ...], float]) -> None:
-        """Set each series, and remove those of partitions no longer mirrored."""
-        for labels, n in records.items():
-            replication_lag_records.labels(*labels).set(n)
-            replication_lag_seconds.labels(*labels).set(seconds[labels])
-        for gone in self._published - set(records):
+    def _publish(
+        self, records: Mapping[tuple[str, ...], int], seconds: Mapping[tuple[str, ...], float], *, every: bool
+    ) -> None:
+        """Set each series whose value changed (``every``: each one), and remove those of partitions
+        no longer mirrored."""
+        before = {} if every else self._published
+        now = {labels: (n, seconds[labels]) for labels, n in records.items()}
+        for labels, values in now.items():
+            if before.get(labels) != values:
+                replication_lag_records.labels(*labels).set(values[0])
+                replication_lag_seconds.labels(*labels).set(values[1])
+        for gone in self._published.keys() - now.keys():
             replication_lag_records.remove(*gone)
             replication_lag_seconds.remove(*gone)
-        self._published = set(records)
+        self._published = now
 
     def _ages(self, behind: dict[tuple[str, int], tuple[str, int]]) -> dict[tuple[str, int], float]:
         """Seconds since the first unmirrored record of each lagging partition was written (its timestamp)."""

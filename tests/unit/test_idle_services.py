@@ -233,3 +233,110 @@ def test_probe_on_a_kept_pool_gives_the_same_answers() -> None:
         found = probe("target", "west", "127.0.0.1:1", pool=pool)
         assert found is not None
         assert "refused" in str(found)
+
+
+class _Gauge:
+    """Counts what the lag monitor sets and removes."""
+
+    def __init__(self) -> None:
+        self.sets: list[tuple[tuple[str, ...], float]] = []
+        self.removed: list[tuple[str, ...]] = []
+
+    def labels(self, *labels: str) -> Any:
+        gauge = self
+
+        class _Child:
+            def set(self, value: float) -> None:
+                gauge.sets.append((labels, value))
+
+        return _Child()
+
+    def remove(self, *labels: str) -> None:
+        self.removed.append(labels)
+
+
+class _Shadow:
+    """The lag monitor's shadow-group consumer: counts OffsetFetch calls, answers ``offsets``."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.offsets: dict[tuple[str, int], int] = {}
+
+    def committed(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        self.calls += 1
+        return [TopicPartition(tp.topic, tp.partition, self.offsets.get((tp.topic, tp.partition), -1001)) for tp in tps]
+
+    def poll(self, timeout: float) -> None:
+        return None
+
+
+def _lag_monitor(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, _Shadow, dict[tuple[str, int], int], _Gauge]:
+    """A lag monitor of topic t (2 partitions) with stand-ins for its clients and gauges."""
+    from mirror_sink.topics.source_discovery import TopicMapping
+    from mirror_sink.worker import lag_monitor
+
+    records, seconds = _Gauge(), _Gauge()
+    monkeypatch.setattr(lag_monitor, "replication_lag_records", records)
+    monkeypatch.setattr(lag_monitor, "replication_lag_seconds", seconds)
+    monitor = lag_monitor.LagMonitor.__new__(lag_monitor.LagMonitor)
+    monitor.config = _config()
+    mapping = TopicMapping.__new__(TopicMapping)
+    object.__setattr__(mapping, "source_topic", "t")
+    object.__setattr__(mapping, "target_topic", "idle.t")
+    object.__setattr__(mapping, "source_partitions", 2)
+    monitor._mappings = lambda: {"t": mapping}
+    monitor._layout, monitor._published, monitor._rounds = None, {}, 0
+    monitor._last_ends, monitor._last_lag = None, {}
+    shadow = _Shadow()
+    monitor._shadow = monitor._probe = shadow  # type: ignore[assignment]
+    ends = {("t", 0): 10, ("t", 1): 20}
+    monkeypatch.setattr(monitor, "_ends", lambda layout: dict(ends))
+    monkeypatch.setattr(monitor, "_ages", lambda behind: {tp: 1.5 for tp in behind})
+    return monitor, shadow, ends, records
+
+
+def test_an_idle_lag_round_reads_only_the_source_and_sets_no_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mirror_sink.worker import lag_monitor
+
+    monitor, shadow, ends, records = _lag_monitor(monkeypatch)
+    assert monitor.measure() == {("idle.t", 0): 10, ("idle.t", 1): 20}, "nothing mirrored yet"
+    assert shadow.calls == 1 and len(records.sets) == 2
+    monitor.measure()
+    assert shadow.calls == 2, "lag left: every round reads the shadow group (and the ages)"
+    assert len(records.sets) == 2, "the same lag: no series set again"
+    shadow.offsets = {("idle.t", 0): 10, ("idle.t", 1): 20}
+    assert monitor.measure() == {("idle.t", 0): 0, ("idle.t", 1): 0}
+    assert shadow.calls == 3 and [value for _, value in records.sets[-2:]] == [0, 0], "caught up: both set to 0"
+    calls, sets = shadow.calls, len(records.sets)
+    for _ in range(5):
+        assert monitor.measure() == {("idle.t", 0): 0, ("idle.t", 1): 0}
+    assert shadow.calls == calls and len(records.sets) == sets, "caught up and the source still: nothing read or set"
+    ends[("t", 1)] = 25
+    assert monitor.measure()[("idle.t", 1)] == 5 and shadow.calls == calls + 1, "the source moved: a full round"
+    shadow.offsets[("idle.t", 1)] = 25
+    monitor.measure()
+    calls, sets = shadow.calls, len(records.sets)
+    while monitor._rounds % lag_monitor._FULL_ROUND_EVERY:
+        monitor.measure()
+    assert shadow.calls == calls + 1 and len(records.sets) == sets + 2, "once a minute: everything, whatever moved"
+
+
+def test_the_lag_monitor_sets_only_changed_series_and_removes_those_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mirror_sink.worker import lag_monitor
+
+    records, seconds = _Gauge(), _Gauge()
+    monkeypatch.setattr(lag_monitor, "replication_lag_records", records)
+    monkeypatch.setattr(lag_monitor, "replication_lag_seconds", seconds)
+    monitor = lag_monitor.LagMonitor.__new__(lag_monitor.LagMonitor)
+    monitor._published = {}
+    a, b = ("c", "s", "t", "x", "0"), ("c", "s", "t", "x", "1")
+    monitor._publish({a: 0, b: 5}, {a: 0.0, b: 2.5}, every=False)
+    assert len(records.sets) == len(seconds.sets) == 2
+    monitor._publish({a: 0, b: 5}, {a: 0.0, b: 2.5}, every=False)
+    assert len(records.sets) == 2, "nothing changed: nothing set"
+    monitor._publish({a: 0, b: 3}, {a: 0.0, b: 1.0}, every=False)
+    assert records.sets[2:] == [(b, 3)] and seconds.sets[2:] == [(b, 1.0)]
+    monitor._publish({b: 3}, {b: 1.0}, every=False)
+    assert records.removed == seconds.removed == [a] and len(records.sets) == 3
+    monitor._publish({b: 3}, {b: 1.0}, every=True)
+    assert records.sets[3:] == [(b, 3)], "every: set again, changed or not"

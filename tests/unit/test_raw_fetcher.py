@@ -239,7 +239,7 @@ def test_a_session_starts_in_full_then_names_only_what_changed_and_an_idle_fetch
     assert fetcher.caught_up(), "the last stable offsets of the earlier answers still hold"
     fetcher.fill()
     assert _meta(wire.requests[2]) == (9, 2) and _named(wire.requests[2]) == {} and _forgotten(wire.requests[2]) == []
-    assert fetcher.requests == {"full": 1, "incremental": 2, "sessionless": 0}
+    assert fetcher.requests == {"full": 1, "incremental": 2, "sessionless": 0, "watch": 0}
     assert fetcher.session_counts() == {"sessions": 1, "partitions": 3}
     fetcher._sessions[1].epoch = 2**31 - 1
     _reply(fetcher)
@@ -471,3 +471,79 @@ def test_a_leader_of_many_partitions_is_never_parked_and_is_asked_once_per_max_w
     _reply(fetcher, _data(0, 0))  # records: asked again at once, for the next ones
     fetcher.fill()
     assert len(wire.requests) == 3 and _named(wire.requests[-1]) == {0: 2}
+
+
+def _watching(monkeypatch: pytest.MonkeyPatch, idle_wait_ms: int = 500) -> tuple[RawFetcher, _Wire, _Clock]:
+    """A fetcher of 3 partitions whose leader has answered once with data, then fallen quiet."""
+    clock = _Clock()
+    monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
+    wire = _Wire()
+    fetcher = RawFetcher(
+        wire,  # type: ignore[arg-type]
+        MemoryBudget(1 << 22),
+        fetch_max_bytes=1 << 20,
+        partition_max_bytes=1 << 20,
+        max_wait_ms=100,
+        idle_wait_ms=idle_wait_ms,
+    )
+    fetcher.assign({SourcePartition("orders", p): 0 for p in range(3)}, {"orders": OLD})
+    fetcher.fill()
+    _reply(fetcher, _data(0, 0), _nothing(1, 0), _nothing(2, 0))
+    while fetcher.pop(SourcePartition("orders", 0)):
+        pass
+    fetcher.fill()
+    _reply(fetcher)  # nothing new anywhere
+    return fetcher, wire, clock
+
+
+def test_a_leader_quiet_for_a_second_is_watched_read_uncommitted_and_its_records_are_never_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ten short-wait Fetches a second per silent leader were most of an idle mirror's CPU; a
+    read_committed Fetch parked longer would be answered only at its max wait, so the long wait is
+    a read_uncommitted watch, answered at the next append, whose records may be uncommitted."""
+    fetcher, wire, clock = _watching(monkeypatch)
+    clock.now += 0.5
+    fetcher.fill()
+    request = wire.requests[-1]
+    assert (request.isolation_level, request.max_wait_ms) == (1, 100), "not quiet for a second yet"
+    _reply(fetcher)
+    clock.now += 0.6
+    fetcher.fill()
+    watch = wire.requests[-1]
+    assert (watch.isolation_level, watch.max_wait_ms, watch.max_bytes) == (0, 500, 1)
+    assert _named(watch) == {} and fetcher.requests["watch"] == 1
+    # A transaction's first records land: the watch answers them, and they are not taken.
+    _reply(fetcher, _data(1, 0, lso=0))
+    one = SourcePartition("orders", 1)
+    assert not fetcher.pending(one) and fetcher._parts[one].position == 0
+    fetcher.fill()
+    after = wire.requests[-1]
+    assert (after.isolation_level, after.max_wait_ms, after.max_bytes) == (1, 100, 1 << 20), "read_committed again"
+    assert _named(after) == {}, "the broker's session still holds partition 1 at offset 0"
+    _reply(fetcher, _data(1, 0))  # committed: taken now
+    assert fetcher.pending(one) == 1
+
+
+def test_a_watch_still_reports_a_partitions_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, wire, clock = _watching(monkeypatch)
+    clock.now += 1.1
+    fetcher.fill()
+    assert wire.requests[-1].isolation_level == 0
+    gone = SimpleNamespace(**{**vars(_data(2, 0)), "error_code": KafkaErrorCode.OFFSET_OUT_OF_RANGE})
+    _reply(fetcher, gone)
+    with pytest.raises(SourceOffsetOutOfRange):
+        fetcher.check_gone()
+
+
+def test_no_watch_when_the_idle_wait_is_not_longer_or_the_session_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetcher, wire, clock = _watching(monkeypatch, idle_wait_ms=100)
+    clock.now += 5
+    fetcher.fill()
+    assert wire.requests[-1].isolation_level == 1 and fetcher.requests["watch"] == 0, "fetch.idle.wait.max.ms off"
+    fetcher, wire, clock = _watching(monkeypatch)
+    clock.now += 5
+    fetcher.seek({SourcePartition("orders", 2): 0})
+    fetcher.fill()
+    request = wire.requests[-1]
+    assert request.isolation_level == 1 and _named(request) == {2: 0}, "news for the broker: read it committed"
