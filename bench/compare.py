@@ -29,6 +29,8 @@ def _resolve(args: argparse.Namespace) -> None:
     args.latency_rates = args.latency_rates or ("500,5000" if quick else compare.DEFAULT_LATENCY_RATES)
     args.latency_seconds = args.latency_seconds or (3.0 if quick else 20.0)
     args.latency_drain_seconds = args.latency_drain_seconds or (60.0 if quick else 180.0)
+    if args.latency_warmup_seconds is None:
+        args.latency_warmup_seconds = 0.0 if quick else 10.0
     args.scaling = (not quick) if args.scaling is None else args.scaling
     args.scaling_gb = args.scaling_gb or (0.01 if quick else 2.0)
 
@@ -55,6 +57,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--latency-seconds", type=float, help="length of each latency run's produce phase (default 20, --quick 3)"
+    )
+    parser.add_argument(
+        "--latency-warmup-seconds",
+        type=float,
+        help="a latency run of the first mirror at the first rate before the measured ones, discarded: the "
+        "first run after the clusters start is slow whatever the mirror (default 10, --quick 0: none)",
     )
     parser.add_argument(
         "--latency-drain-seconds",

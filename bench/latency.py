@@ -86,7 +86,7 @@ class Latency:
     without transactions and for an incomplete run, commits None when the mirror does not report them.
     """
 
-    rate_per_s: int
+    rate_per_s: float
     records: int
     p50_ms: float
     p99_ms: float
@@ -348,7 +348,7 @@ def measure_latency(
     start: StartMirror,
     *,
     partitions: int,
-    rate_per_s: int,
+    rate_per_s: float,
     seconds: float,
     values: Sequence[bytes],
     transactional: bool,

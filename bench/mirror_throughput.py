@@ -18,7 +18,6 @@ import json
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from confluent_kafka import Producer
 
 from bench.common.cpu import BusyTimeline, ProcessTree
 from bench.common.machine import cores_and_memory
+from bench.common.stacks import stacks_sampler
 from devkafka.backends import reap_with_this_process
 from devkafka.data import Address, client_settings, committed_offsets, create_topic, end_offsets
 from devkafka.pair import DevClusters
@@ -42,6 +42,8 @@ MODES: dict[str, dict[str, str]] = {
     "raw-eos": {"transaction.producer": "true", "mirror.mode": "raw"},
     # Commits the moment it has caught up (transaction.boundary.linger.ms=0), as before issue 47.
     "raw-eos-eager": {"transaction.producer": "true", "mirror.mode": "raw", "transaction.boundary.linger.ms": "0"},
+    # Quiet source leaders polled every fetch.wait.max.ms, never watched, as before issue 47.
+    "raw-eos-poll": {"transaction.producer": "true", "mirror.mode": "raw", "fetch.idle.wait.max.ms": "0"},
     "record-eos": {"transaction.producer": "true", "mirror.mode": "record"},
     "auto-eos": {"transaction.producer": "true", "mirror.mode": "auto"},  # raw, or record for tiny batches
     # Source transactions kept whole (issue 43): the same modes, committing only at cuts of the source.
@@ -187,7 +189,7 @@ def mirror_once(
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "api.cli", *argv], stdout=log, stderr=log, env=env, cwd=checkout)
     reap_with_this_process(pid=proc.pid)  # an interrupted benchmark leaves no mirror behind
-    sampler = _sample_stacks(proc.pid, profile_to) if profile_to is not None else None
+    sampler = stacks_sampler(proc.pid, profile_to) if profile_to is not None else None
     tree = ProcessTree(proc.pid)  # the whole tree: Spark's JVM and Python workers count as the mirror's cost
     ends = end_offsets(src, topic)
     target_topic = f"{name}.{topic}"
@@ -234,15 +236,6 @@ def mirror_once(
         copy_cpu,
         copy_cpu / (megabytes / 1000) if copy_cpu is not None else None,
     )
-
-
-def _sample_stacks(pid: int, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy sampling ``pid``'s threads (without pausing it) until it exits, into ``out``."""
-    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-    if spy is None:
-        raise RuntimeError("py-spy is not installed: pip install 'mirror-sink[bench]'")
-    argv = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--nonblocking", "--threads"]
-    return subprocess.Popen([*argv, "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 _READING = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*\] reading \d+ source partitions", re.MULTILINE)

@@ -14,36 +14,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.common.machine import cores_and_memory
 from bench.common.markdown import table
+from bench.common.stacks import BUCKETS, read_stacks, shares
 from bench.mirror_throughput import RECORD_BYTES, RESULTS, mirror_once, write_source
 from devkafka.pair import DevClusters
 
 OUT = RESULTS / "profile"
 REPO = Path(__file__).resolve().parent.parent
-
-#: Where a sample's time goes, by the frame on top of its stack (the first match wins; the start-up
-#: bucket looks at the whole stack). py-spy without --native shows a C call as the Python line making it.
-BUCKETS: list[tuple[str, re.Pattern[str]]] = [
-    ("start-up (imports)", re.compile(r"<module>|_find_and_load")),
-    ("socket send (sendmsg)", re.compile(r"^_sock_send\w*\b")),
-    ("socket receive (recv_into)", re.compile(r"^_sock_recv\b")),
-    ("frame allocation", re.compile(r"\((kafka/protocol/frame\.py|.*raw/frames\.py)|^_feed\b")),
-    # py-spy cannot always tell a thread parked in epoll from a busy one: kept apart from the work.
-    ("in select (waiting, mostly)", re.compile(r"^EpollSelector\.select\b")),
-    ("thread wake-ups", re.compile(r"\(.*threading\.py|\.wakeup \(|^(nudge|_wake)\b")),
-    ("batch rewrite and CRC", re.compile(r"\(.*raw/(batches|forwarder|reencode)\.py|crc", re.IGNORECASE)),
-]
 
 
 @dataclass
@@ -57,35 +43,6 @@ class Profile:
     samples: int
     shares: dict[str, float]
     top: list[tuple[str, float]] = field(default_factory=list)
-
-
-def read_stacks(path: Path) -> Counter[tuple[str, ...]]:
-    """py-spy's collapsed stacks (``frame;frame;... count``), the thread name first when recorded."""
-    stacks: Counter[tuple[str, ...]] = Counter()
-    for line in path.read_text(errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
-            stacks[tuple(stack.split(";"))] += int(count)
-    return stacks
-
-
-def shares(stacks: Counter[tuple[str, ...]]) -> tuple[int, dict[str, float], list[tuple[str, float]]]:
-    """Total samples, the share of each bucket (and "other"), and the 12 commonest top frames."""
-    total = sum(stacks.values())
-    buckets: Counter[str] = Counter()
-    leaves: Counter[str] = Counter()
-    startup = BUCKETS[0][1]
-    for stack, n in stacks.items():
-        leaf = stack[-1]
-        leaves[leaf] += n
-        if any(startup.search(f) for f in stack):
-            buckets[BUCKETS[0][0]] += n
-            continue
-        name = next((b for b, pattern in BUCKETS[1:] if pattern.search(leaf)), "other")
-        buckets[name] += n
-    total = max(total, 1)
-    by_bucket = {b: buckets[b] / total for b, _ in BUCKETS} | {"other": buckets["other"] / total}
-    return total, by_bucket, [(leaf, n / total) for leaf, n in leaves.most_common(12)]
 
 
 def worktree(rev: str) -> Path:

@@ -32,6 +32,11 @@ def main() -> int:
         "--out", type=Path, default=DOCS, help=f"where benchmarks.md goes, and data/{scale.SCALE_RESULTS} beside it"
     )
     parser.add_argument("--workdir", type=Path, default=RESULTS / "scale")
+    parser.add_argument(
+        "--profile-idle",
+        action="store_true",
+        help="sample each mirror-sink run's Python stacks with py-spy while it idles, and print where they went",
+    )
     args = parser.parse_args()
     scenarios = args.scenarios.split(",")
     if unknown := sorted(set(scenarios) - set(runs)):
@@ -44,7 +49,10 @@ def main() -> int:
     heap = "3g" if "10000-partitions" in scenarios else "768m"
     with given_or_local(args.workdir, args.source, args.target, heap=heap) as (src, tgt):
         only = set(args.runs.split(",")) if args.runs else None
-        results = scale.run(src, tgt, args.workdir, scenarios, scale=args.scale, codec=args.codec, only=only)
+        results = scale.run(
+            src, tgt, args.workdir, scenarios, scale=args.scale, codec=args.codec, only=only,
+            profile_idle=args.profile_idle,
+        )  # fmt: skip
     results = scale.keep_other_scenarios(data_dir(args.out) / scale.SCALE_RESULTS, results)
     publish_section(args.out, scale.SCALE_RESULTS, results, scale.render(results))
     return 0

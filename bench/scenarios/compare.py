@@ -128,7 +128,7 @@ def _mm2_starter(exactly_once: bool, src: str, tgt: str, workdir: Path) -> Start
 
 
 def _latency(
-    mirror: str, src: str, tgt: str, *, workdir: Path, rate: int, seconds: float, drain_s: float
+    mirror: str, src: str, tgt: str, *, workdir: Path, rate: float, seconds: float, drain_s: float
 ) -> dict[str, Any]:
     """One latency run through ``mirror`` at ``rate`` records/s; the entry for the results' latency list."""
     start = (
@@ -336,10 +336,26 @@ def _scaling_step(args: argparse.Namespace, steps: _Steps, src: str, tgt: str) -
 
 
 def _latency_step(args: argparse.Namespace, steps: _Steps, src: str, tgt: str) -> list[dict[str, Any]]:
-    """Each latency mirror at each rate (rates in the outer loop, so mirrors alternate over time)."""
+    """Each latency mirror at each rate (rates in the outer loop, so mirrors alternate over time),
+    after a discarded warm-up run."""
     latency: list[dict[str, Any]] = []
-    for rate in _rates(args):
-        for mirror in csv_list(args.latency_mirrors):
+    mirrors, rates = csv_list(args.latency_mirrors), _rates(args)
+    if mirrors and rates and args.latency_warmup_seconds:
+        # The first latency run after the clusters start is slow whatever the mirror (p50 198-282 ms
+        # where the same mirror's later runs gave 66-109): it measures the brokers' warm-up.
+        steps.announce(
+            f"warm-up, discarded: {mirrors[0]} at {rates[0]:,} records/s for {args.latency_warmup_seconds:.0f} s"
+        )
+        try:
+            warm = _latency(
+                mirrors[0], src, tgt, workdir=args.workdir, rate=rates[0], seconds=args.latency_warmup_seconds,
+                drain_s=args.latency_drain_seconds,
+            )  # fmt: skip
+            _print_latency(warm)
+        except Exception as exc:  # the measured runs say what is wrong, each on its own
+            print(f"    warm-up failed: {exc}", flush=True)
+    for rate in rates:
+        for mirror in mirrors:
             steps.announce(f"latency through {mirror}: {rate:,} records/s for {args.latency_seconds:.0f} s")
             try:
                 entry = _latency(
@@ -360,8 +376,11 @@ def _latency_step(args: argparse.Namespace, steps: _Steps, src: str, tgt: str) -
     return latency
 
 
-def _rates(args: argparse.Namespace) -> list[int]:
-    return [int(float(r)) for r in csv_list(args.latency_rates)]
+def _rates(args: argparse.Namespace) -> list[float]:
+    """The latency rates, whole numbers as ints; a rate below one a second (a lone record after each
+    quiet spell) as given."""
+    rates = [float(r) for r in csv_list(args.latency_rates)]
+    return [int(r) if r.is_integer() else r for r in rates]
 
 
 def run(args: argparse.Namespace, brokers: BrokerPair) -> dict[str, Any]:
@@ -373,6 +392,7 @@ def run(args: argparse.Namespace, brokers: BrokerPair) -> dict[str, Any]:
         len(csv_list(args.codecs)) * (len(csv_list(args.mirrors)) + 2)
         + n_scaling
         + len(_rates(args)) * len(csv_list(args.latency_mirrors))
+        + (1 if args.latency_warmup_seconds and csv_list(args.latency_mirrors) else 0)
     )
     throughput, ceiling = _throughput_step(args, steps, brokers)
     scaling = _scaling_step(args, steps, src, tgt) if args.scaling else []
@@ -390,6 +410,7 @@ def run(args: argparse.Namespace, brokers: BrokerPair) -> dict[str, Any]:
         "ceiling": ceiling,
         "latency": latency,
         "latency_seconds": args.latency_seconds,
+        "latency_warmup_seconds": args.latency_warmup_seconds,
         "latency_rates": _rates(args),
         "control_batch_bytes": CONTROL_BATCH_BYTES,
         "scaling": scaling,

@@ -200,8 +200,10 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 
 def _rate(value: float | None) -> str:
-    """Records per second as "2,000/s"."""
-    return DASH if value is None else f"{value:,.0f}/s"
+    """Records per second as "2,000/s" (or "0.5/s" below one a second)."""
+    if value is None:
+        return DASH
+    return f"{value:g}/s" if value < 1 else f"{value:,.0f}/s"
 
 
 # --- the Markdown page ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from bench.common.console import Progress
 from bench.common.machine import machine
 from bench.common.paths import DATA
 from bench.common.section import Section
+from bench.common.stacks import by_thread, read_stacks, shares
 from bench.mirror_throughput import json_like_values
 from bench.mm2 import run_mm2
 from bench.scenarios.shapes import Source, figures, run_mirror_sink
@@ -56,7 +57,14 @@ BUFFER_MEMORY_MIB = 64  # mirror-sink's default buffer.memory, per task
 
 #: scenario -> (mirror, tasks) in the order they run; mirror names as in bench.scenarios.shapes.MIRRORS.
 RUNS = {
-    "1000-partitions": [("raw-eos", 1), ("raw-eos", 4), ("record-eos", 1), ("mm2-eos", 1), ("mm2-eos", 4)],
+    "1000-partitions": [
+        ("raw-eos", 1),
+        ("raw-eos-poll", 1),  # the same without watches of quiet leaders: their share of the idle CPU
+        ("raw-eos", 4),
+        ("record-eos", 1),
+        ("mm2-eos", 1),
+        ("mm2-eos", 4),
+    ],
     "small-records": [("raw-eos", 1), ("record-eos", 1), ("auto-eos", 1), ("mm2-eos", SMALL_PARTITIONS)],
     "10000-partitions": [("raw-eos", 1), ("mm2-eos", 1)],
 }
@@ -107,7 +115,9 @@ def write_small_records(src: Address, topic: str, *, scale: float, codec: str) -
     return Source("small-records", [topic], SMALL_PARTITIONS, n, size, n, size)
 
 
-def _run(mirror: str, tasks: int, src: str, tgt: str, source: Source, *, codec: str, workdir: Path) -> dict[str, Any]:
+def _run(
+    mirror: str, tasks: int, src: str, tgt: str, source: Source, *, codec: str, workdir: Path, profile_idle: bool
+) -> dict[str, Any]:
     idle_s = IDLE_S if source.shape != "small-records" else 0.0
     if mirror.startswith("mm2-"):
         progress = Progress(f"{source.shape} {mirror} x{tasks}", source.record_bytes / max(source.records, 1))
@@ -118,7 +128,10 @@ def _run(mirror: str, tasks: int, src: str, tgt: str, source: Source, *, codec: 
         result = figures(mirror, source, run.seconds, run.cpu_seconds, run.peak_rss_bytes)
         result |= {"first_commit_s": run.first_commit_s, "idle_cpu_seconds": run.idle_cpu_seconds, "log": str(run.log)}
     else:
-        result = run_mirror_sink(mirror, src, tgt, source, workdir=workdir, codec=codec, tasks=tasks, idle_s=idle_s)
+        result = run_mirror_sink(
+            mirror, src, tgt, source, workdir=workdir, codec=codec, tasks=tasks, idle_s=idle_s,
+            idle_profile=profile_idle and idle_s > 0,
+        )  # fmt: skip
     result["tasks"] = tasks
     result["mb_per_core_s"] = source.megabytes / result["cpu_seconds"] if result["cpu_seconds"] else None
     return result
@@ -133,6 +146,7 @@ def run(
     scale: float,
     codec: str,
     only: set[str] | None = None,
+    profile_idle: bool = False,
 ) -> dict[str, Any]:
     """Write each scenario's data once and mirror it with each of its runs (``only``: the runs named
     ``mirror:tasks`` among them); the JSON-able results."""
@@ -162,7 +176,7 @@ def run(
             print(f"{scenario}: {mirror}, tasks.max={tasks}", flush=True)
             before = set(list_topic_names(tgt))
             try:
-                result = _run(mirror, tasks, src, tgt, source, codec=codec, workdir=workdir)
+                result = _run(mirror, tasks, src, tgt, source, codec=codec, workdir=workdir, profile_idle=profile_idle)
             except (RuntimeError, TimeoutError, ValueError, KafkaException) as exc:
                 print(f"    failed: {exc}", flush=True)
                 runs.append({"mirror": mirror, "tasks": tasks, "error": str(exc)})
@@ -182,6 +196,8 @@ def run(
             if result.get("idle_threads"):
                 top = list(result["idle_threads"].items())[:8]
                 print("    idle CPU by thread: " + ", ".join(f"{n} {c:.2f} s" for n, c in top), flush=True)
+            if result.get("idle_profile"):
+                _print_idle_profile(Path(result["idle_profile"]))
         out.append({**asdict(source), "megabytes": source.megabytes, "idle_s": IDLE_S, "runs": runs})
     return {
         "command": " ".join([".venv/bin/python -m bench.scale", *sys.argv[1:]]),
@@ -290,14 +306,15 @@ def render(results: Mapping[str, Any]) -> str:
         " gone from the task's loop. The commit markers were not the cost measured then: the next transaction"
         " waits 91 ms at 1,000 partitions in steady state (`bench.markers`, below), plus a one-off stall when fresh"
         " partitions get their first index entries. A caught-up mirror's idle cost no longer grows with its"
-        " partitions (an idle Fetch names none and an empty answer wakes nobody), but one raw task still burns"
-        " more than MirrorMaker 2's (1.07 against 0.72 CPU-s per minute here; 1.0 against 1.34 in an earlier"
-        " run): its Fetch waits at most `fetch.wait.max.ms`, 100 ms by default against the Java consumer's 500,"
-        " because a read_committed Fetch parked longer is answered at its max wait, not when a commit marker"
-        " makes data readable (parking 500 ms doubled p99 at 2,000 records/s). With"
-        " `consumer.fetch.wait.max.ms=500`, MirrorMaker 2's pace, the same idle task burned 0.64 CPU-s per"
-        " minute against 0.99 at 100 ms (one pair of clusters, back to back): at MirrorMaker 2's figure or"
-        " below, for an operator who prefers idle CPU to p99."
+        " partitions (an idle Fetch names none and an empty answer wakes nobody). A read_committed Fetch parked"
+        " long is answered at its max wait, not when a commit marker makes data readable, so Fetches of flowing"
+        " data wait at most `fetch.wait.max.ms` (100 ms); a leader quiet for a second is watched instead: one"
+        " read_uncommitted Fetch parked `fetch.idle.wait.max.ms` (500 ms), answered at the next append, its"
+        " records never taken. With that, a lag monitor whose idle round is one request, and source-group commits"
+        " of moved positions only, one idle raw task burned 0.75-0.79 CPU-s per minute on 2026-11-29 against"
+        " 1.24-1.25 without watches (`raw-eos-poll`) and MirrorMaker 2's 1.6 in the same run (1.07 against 0.72"
+        " before them, on another day), with p99 at 2,000 records/s and a lone record's latency unchanged"
+        " (benchmarks-notes.md)."
         " At 10,000 partitions (3 GB broker heaps; each run's 10,000 target partitions are deleted before the"
         " next, as the host allows 20,000 open files per process), one raw task took 58.9 s, all but the last"
         " second start-up: creating 10,000 target partitions and waiting for their leaders. MirrorMaker 2 took"
@@ -309,7 +326,7 @@ def render(results: Mapping[str, Any]) -> str:
         " (refused; now requests of 5,000), one TxnOffsetCommit of 10,000 partitions (a 1.2 MB batch, over the"
         " offsets topic's 1 MB, which failed the task; now parts of 2,000, in both modes), librdkafka's offsets"
         " calls, quadratic in the partitions named (0.41 CPU-s a call at 10,000: the lag monitor's two calls"
-        " every 5 s were about three quarters of the 11.4 CPU-s per minute measured before; now parts of 500),"
+        " every 5 s were about three quarters of the 11.4 CPU-s per minute measured before; now parts of 200),"
         " and a parked Fetch, which the source broker's purgatory keeps under each of its 10,000 partitions until about"
         " 1,000 have completed (an idle mirror ran a 768 MB broker out of heap in two minutes; a leader of more"
         " than 1,000 partitions is now asked without parking, see raw-mode-notes.md). MirrorMaker 2's consumer"
@@ -360,3 +377,12 @@ def plot(results: Mapping[str, Any], data_dir: Path) -> list[Path]:
 
 
 SECTION = Section(SCALE_RESULTS, render, plot)
+
+
+def _print_idle_profile(path: Path) -> None:
+    """Where an idle mirror's sampled Python stacks were: by thread, and the commonest frames on top."""
+    stacks = read_stacks(path)
+    total, _, top = shares(stacks)
+    print(f"    idle profile ({total} samples at 200 Hz, {path}):", flush=True)
+    print("      by thread: " + ", ".join(f"{name} {share:.0%}" for name, share in by_thread(stacks)[:8]), flush=True)
+    print("      on top: " + ", ".join(f"{frame} {share:.0%}" for frame, share in top[:8]), flush=True)

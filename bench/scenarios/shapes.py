@@ -49,6 +49,7 @@ from bench.common.console import Progress, tail
 from bench.common.cpu import ProcessTree, thread_cpu_delta, thread_cpu_seconds
 from bench.common.machine import machine
 from bench.common.section import Section
+from bench.common.stacks import stacks_sampler
 from bench.mirror_throughput import MODES, json_like_values
 from bench.mm2 import IDLE_SETTLE_S, run_mm2, stop_process
 from devkafka.backends import reap_with_this_process
@@ -436,6 +437,7 @@ def run_mirror_sink(
     timeout_s: float | None = None,
     tasks: int = TASKS,
     idle_s: float = 0.0,
+    idle_profile: bool = False,
 ) -> dict[str, Any]:
     """Mirror every topic of ``source`` with a fresh ``mirror-sink run`` (``tasks.max=2``) and measure it.
 
@@ -443,7 +445,8 @@ def run_mirror_sink(
     ``{name}.{topic}``, the source partition's end offset. CPU (user + system) and RSS are those of the
     process tree, sampled every half second; the clock runs from just before the process is spawned.
     ``first_commit_s`` is when the shadow group first holds an offset. With ``idle_s``, the mirror keeps
-    running that long once caught up, and its CPU then is ``idle_cpu_seconds`` (not in CPU-s/GB).
+    running that long once caught up, and its CPU then is ``idle_cpu_seconds`` (not in CPU-s/GB);
+    ``idle_profile``: py-spy samples its stacks meanwhile, into ``idle_profile`` beside the log.
     """
     name = f"shapes-{source.shape}-{mirror}-{time.time_ns() // 1_000_000}"
     path, log_path = workdir / f"{name}.json", workdir / f"{name}.log"
@@ -459,7 +462,7 @@ def run_mirror_sink(
         proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     reap_with_this_process(pid=proc.pid)
     sampler = ProcessTree(proc.pid)
-    first_commit_s = idle_cpu = None
+    first_commit_s = idle_cpu = stacks = None
     idle_threads: dict[str, float] = {}
     try:
         while True:
@@ -476,7 +479,11 @@ def run_mirror_sink(
             if done >= total:
                 seconds = time.monotonic() - started
                 sampler.sample()
-                idle_cpu, idle_threads = _idle(proc.pid, sampler, idle_s) if idle_s else (None, {})
+                idle_cpu, idle_threads = (
+                    _idle(proc.pid, sampler, idle_s, stacks := _stacks_path(workdir, name) if idle_profile else None)
+                    if idle_s
+                    else (None, {})
+                )
                 break
             if proc.poll() is not None:
                 raise RuntimeError(f"mirror exited with {proc.returncode}; see {log_path}\n{tail(log_path, 20)}")
@@ -493,6 +500,7 @@ def run_mirror_sink(
         "idle_cpu_seconds": idle_cpu,
         # Where the idle CPU went, by thread (librdkafka's by name; the Python threads together).
         "idle_threads": {name: round(cpu, 3) for name, cpu in idle_threads.items()},
+        "idle_profile": str(stacks) if stacks is not None else None,
         **asdict(summary),
     }
     # mirror.mode=auto: how many of the tasks measured their batches too small and went on in record mode.
@@ -504,11 +512,19 @@ def run_mirror_sink(
     return result
 
 
-def _idle(pid: int, sampler: ProcessTree, idle_s: float) -> tuple[float, dict[str, float]]:
-    """A caught-up mirror's CPU-seconds over ``idle_s`` after settling, and by thread."""
+def _stacks_path(workdir: Path, name: str) -> Path:
+    return workdir / f"{name}-idle.stacks"
+
+
+def _idle(pid: int, sampler: ProcessTree, idle_s: float, stacks: Path | None) -> tuple[float, dict[str, float]]:
+    """A caught-up mirror's CPU-seconds over ``idle_s`` after settling, and by thread; py-spy samples
+    its stacks meanwhile into ``stacks`` when given."""
     time.sleep(IDLE_SETTLE_S)
     before = thread_cpu_seconds(pid)
+    spy = stacks_sampler(pid, stacks, idle_s) if stacks is not None else None
     cpu = sampler.idle(idle_s)
+    if spy is not None:
+        spy.wait(30)
     return cpu, thread_cpu_delta(before, thread_cpu_seconds(pid))
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.profile import read_stacks, shares
+from bench.common.stacks import read_stacks, shares
 
 pytestmark = pytest.mark.unit
 
