@@ -509,7 +509,9 @@ def _latency_section(results: Mapping[str, Any]) -> list[str]:
         f"time (CreateTime). Each run produces 1 KB records (lz4, {_num(results, 'partitions') or 6:.0f} partitions) "
         f'for {length} at the rate asked, from a load generator in a process of its own; "rate achieved" is '
         "the records it produced over the seconds it produced for, which is lower than the rate asked when the "
-        "source broker or the machine could not take more. Exactly-once latency includes the transaction "
+        "source broker or the machine could not take more, the mirror's own CPU included: on a small machine a "
+        "mirror that keeps up leaves the generator less than one that falls behind, so read the rate achieved "
+        "beside p50. Exactly-once latency includes the transaction "
         "interval: a record becomes visible on the target only when the mirror commits the transaction that "
         'carries it. "markers/s" and "marker share" are the transaction markers the run added to the target '
         "topic (below), for exactly-once mirrors.",
