@@ -103,17 +103,12 @@ class LeaderWait:
             waiting = still
             time.sleep(0.05)
 
-    def unserved(
-        self, partitions: Mapping[str, Iterable[int]], timeout_s: float = _LEADER_ATTEMPT_S
-    ) -> dict[str, list[int]]:
-        """One attempt of ``wait``: the partitions of ``partitions`` not served yet, per topic (topics
-        all served left out). Ask again with the answer: each attempt asks only what is left."""
+    def unserved(self, partitions: Mapping[str, range], timeout_s: float = _LEADER_ATTEMPT_S) -> dict[str, range]:
+        """One attempt of ``wait``: the topics of ``partitions`` some partition of which is not served
+        yet (all of each such topic's partitions given)."""
         waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
         still, _ = self._attempt(waiting, timeout_s)
-        left: dict[str, list[int]] = {}
-        for tp in still:
-            left.setdefault(tp.topic, []).append(tp.partition)
-        return left
+        return {tp.topic: partitions[tp.topic] for tp in still}
 
     def _attempt(self, waiting: list[TopicPartition], left: float) -> tuple[list[TopicPartition], str]:
         """One Metadata request, then ListOffsets of the partitions it shows led: those not served

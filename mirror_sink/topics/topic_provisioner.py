@@ -109,9 +109,8 @@ class TopicProvisioner:
         self.timeout_s = self.discovery.timeout_s
         self._leaders = LeaderWait(target_admin, self.timeout_s, log)
         self._checked: set[str] = set()
-        #: Target topics created and held back (``hand_over_early``), with their partitions not served
-        #: yet (none: served, to be released).
-        self.held: dict[str, list[int]] = {}
+        #: Target topics created but not all served yet, with their partitions (``hand_over_early``).
+        self.held: dict[str, range] = {}
         self._released_at = 0.0
         #: Raw mode re-encodes a batch larger than its target topic's max.message.bytes: the mappings
         #: then carry it, read here with the admin client that provisions the topics.
@@ -271,13 +270,12 @@ class TopicProvisioner:
     def hand_over(self) -> list[str]:
         """Held-back topics now served, released: all of them once all are served, else those served
         at most every ``_RELEASE_EVERY_S``; the names released (none: ask again later)."""
-        waiting = {topic: left for topic, left in self.held.items() if left}
-        if waiting:
-            unserved = self._leaders.unserved(waiting, timeout_s=1.0)
-            self.held = {topic: unserved.get(topic, []) for topic in self.held}
-        served = [topic for topic, left in self.held.items() if not left]
+        if not self.held:
+            return []
+        unserved = self._leaders.unserved(self.held, timeout_s=1.0)
+        served = [t for t in self.held if t not in unserved]
         now = time.monotonic()
-        if not served or (len(served) < len(self.held) and now - self._released_at < _RELEASE_EVERY_S):
+        if not served or (unserved and now - self._released_at < _RELEASE_EVERY_S):
             return []
         for topic in served:
             del self.held[topic]
@@ -327,21 +325,21 @@ class TopicProvisioner:
     def _hold_until_some_served(self, created: dict[str, range]) -> None:
         """Wait until some of ``created`` are served (all of them, past the timeout); hold the rest."""
         deadline = Deadline(self.timeout_s)
-        waiting: dict[str, list[int]] = {topic: list(ps) for topic, ps in created.items()}
-        while len(waiting) == len(created) and not deadline.passed:
-            waiting = self._leaders.unserved(waiting, timeout_s=min(deadline.left(1.0), 3.0))
-            if len(waiting) == len(created):
+        unserved = created
+        while len(unserved) == len(created) and not deadline.passed:
+            unserved = self._leaders.unserved(created, timeout_s=min(deadline.left(1.0), 3.0))
+            if len(unserved) == len(created):
                 time.sleep(0.05)
-        if len(waiting) == len(created):  # nothing served in time: mirrored anyway, as wait() does
+        if len(unserved) == len(created):  # nothing served in time: mirrored anyway, as wait() does
             log.warning("no new target topic's leaders serve it after %.0f s; mirroring anyway", self.timeout_s)
             return
-        self.held.update(waiting)
+        self.held.update(unserved)
         self._released_at = time.monotonic()
         log.info(
             "%d of %d new target topics served by their leaders: mirrored now; the other %d follow as theirs do",
-            len(created) - len(waiting),
+            len(created) - len(unserved),
             len(created),
-            len(waiting),
+            len(unserved),
         )
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
