@@ -34,8 +34,6 @@ class MirrorSinkConnector:
         self.config = MirrorSinkConfig.parse(props)
         self.log = context_logger(__name__, self.config.name, connector=self.config.name)
         self.mappings: dict[str, TopicMapping] = {}
-        #: Every provisioned mapping, those of topics held back until their leaders serve them included.
-        self._provisioned: dict[str, TopicMapping] = {}
         self._provisioner: TopicProvisioner | None = None
         self._acl_sync: TopicAclSync | None = None
 
@@ -53,8 +51,7 @@ class MirrorSinkConnector:
         self._provisioner = TopicProvisioner(cfg, source_admin, target_admin)
         self._acl_sync = TopicAclSync(cfg, source_admin, target_admin, self.log)
         self._provisioner.create_internal_topics()
-        self._provisioned = self._provisioner.reconcile(hand_over_early=True)
-        self.mappings = self._served(self._provisioned)
+        self.mappings = self._provisioner.reconcile()
         self._acl_sync.maybe_sync()  # after the target topics exist, as MM2 orders it
         self.log.info(
             "mirroring %d topics from %s to %s: %s",
@@ -69,26 +66,13 @@ class MirrorSinkConnector:
         """Re-discover and provision topics; True when the mappings changed."""
         if self._provisioner is None:
             raise RuntimeError("refresh() before start()")
-        self._provisioned = self._provisioner.reconcile(hand_over_early=True)
-        mappings = self._served(self._provisioned)
+        mappings = self._provisioner.reconcile()
         if mappings == self.mappings:
             return False
         added = sorted(set(mappings) - set(self.mappings))
         self.log.info("topic mappings changed (new target topics: %s)", ", ".join(added) or "none")
         self.mappings = mappings
         return True
-
-    def hand_over(self) -> bool:
-        """New target topics held back at creation until their leaders serve them join the mappings
-        once they do; True when some did (the tasks then get the new mappings)."""
-        if self._provisioner is None or not self._provisioner.hand_over():
-            return False
-        self.mappings = self._served(self._provisioned)
-        return True
-
-    def _served(self, mappings: dict[str, TopicMapping]) -> dict[str, TopicMapping]:
-        held = self._provisioner.held if self._provisioner is not None else {}
-        return {target: m for target, m in mappings.items() if target not in held}
 
     def topic_acls_due(self) -> bool:
         """True when ``sync_topic_acls`` would sync now."""

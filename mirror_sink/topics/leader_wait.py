@@ -72,10 +72,26 @@ class LeaderWait:
         start = time.monotonic()
         deadline = Deadline(self._timeout_s)
         next_progress = start + _LEADER_PROGRESS_S
+        last_error = ""
         while waiting:
             # Short attempts: one ListOffsets was seen to wait out its whole timeout (30 s) on
             # partitions the broker had led since 50 ms after the create, so each is asked again.
-            still, last_error = self._attempt(waiting, min(deadline.left(1.0), _LEADER_ATTEMPT_S))
+            left = min(deadline.left(1.0), _LEADER_ATTEMPT_S)
+            leaders, errors = self._describe_leaders(sorted({tp.topic for tp in waiting}), left)
+            led, still = split_by_leader(waiting, leaders)
+            if errors:
+                last_error = next(iter(errors.values()))
+            elif still:
+                last_error = f"no leader in the metadata of {still[0].topic}-{still[0].partition}"
+            if led:
+                latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+                futures = self._admin.list_offsets({tp: latest for tp in led}, request_timeout=left)
+                for tp, future in futures.items():
+                    try:
+                        future.result(left + 5)
+                    except (KafkaException, TimeoutError) as exc:  # not served yet (or not answered in time)
+                        still.append(tp)
+                        last_error = str(exc) or repr(exc)
             if not still:
                 return
             now = time.monotonic()
@@ -102,34 +118,6 @@ class LeaderWait:
                 )
             waiting = still
             time.sleep(0.05)
-
-    def unserved(self, partitions: Mapping[str, range], timeout_s: float = _LEADER_ATTEMPT_S) -> dict[str, range]:
-        """One attempt of ``wait``: the topics of ``partitions`` some partition of which is not served
-        yet (all of each such topic's partitions given)."""
-        waiting = [TopicPartition(topic, p) for topic, ps in partitions.items() for p in ps]
-        still, _ = self._attempt(waiting, timeout_s)
-        return {tp.topic: partitions[tp.topic] for tp in still}
-
-    def _attempt(self, waiting: list[TopicPartition], left: float) -> tuple[list[TopicPartition], str]:
-        """One Metadata request, then ListOffsets of the partitions it shows led: those not served
-        yet, and the last error seen."""
-        last_error = ""
-        leaders, errors = self._describe_leaders(sorted({tp.topic for tp in waiting}), left)
-        led, still = split_by_leader(waiting, leaders)
-        if errors:
-            last_error = next(iter(errors.values()))
-        elif still:
-            last_error = f"no leader in the metadata of {still[0].topic}-{still[0].partition}"
-        if led:
-            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            futures = self._admin.list_offsets({tp: latest for tp in led}, request_timeout=left)
-            for tp, future in futures.items():
-                try:
-                    future.result(left + 5)
-                except (KafkaException, TimeoutError) as exc:  # not served yet (or not answered in time)
-                    still.append(tp)
-                    last_error = str(exc) or repr(exc)
-        return still, last_error
 
     def _describe_leaders(self, topics: list[str], timeout: float) -> tuple[dict[str, dict[int, int]], dict[str, str]]:
         """Each topic's partition leaders as one Metadata answer gives them (-1: none), and the topics

@@ -3,11 +3,6 @@
 Offsets are stored under the *target* topic-partition (the broker rejects a transactional offset
 commit for a partition it does not have), and records go to the same partition number, so a target
 topic needs at least the source's partition count before its partitions can be mirrored.
-
-A new target topic is mirrored once every one of its partitions' leaders serves it (``LeaderWait``).
-Creating thousands of partitions, the leaders come up over tens of seconds (the 10,000-partition
-scenario's whole start-up): with ``hand_over_early``, ``reconcile`` returns as soon as some new
-topics are served and holds back the rest (``held``), which ``hand_over`` releases as they come up.
 """
 
 from __future__ import annotations
@@ -66,12 +61,6 @@ _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
 #: that makes more than 10,000 metadata records (POLICY_VIOLATION, "excessively large batch
 #: operation"), and a topic's partitions are a record each.
 _PARTITIONS_PER_REQUEST = 5000
-#: New partitions above which ``hand_over_early`` holds back topics not served yet: below it the
-#: whole wait takes a second or two, not worth a second rebalance of the shadow group.
-HAND_OVER_ABOVE = 1000
-#: Held-back topics are released all at once when every one is served, else this often at most:
-#: each release changes the tasks' subscription, a rebalance of the shadow group.
-_RELEASE_EVERY_S = 10.0
 
 _T = TypeVar("_T")
 
@@ -109,9 +98,6 @@ class TopicProvisioner:
         self.timeout_s = self.discovery.timeout_s
         self._leaders = LeaderWait(target_admin, self.timeout_s, log)
         self._checked: set[str] = set()
-        #: Target topics created but not all served yet, with their partitions (``hand_over_early``).
-        self.held: dict[str, range] = {}
-        self._released_at = 0.0
         #: Raw mode re-encodes a batch larger than its target topic's max.message.bytes: the mappings
         #: then carry it, read here with the admin client that provisions the topics.
         self._reads_limits = may_forward_batches(config)
@@ -144,13 +130,9 @@ class TopicProvisioner:
             }
         return out
 
-    def reconcile(self, *, hand_over_early: bool = False) -> dict[str, TopicMapping]:
+    def reconcile(self) -> dict[str, TopicMapping]:
         """Create missing target topics, add missing partitions, sync configs; return the mappings,
-        with each target topic's max.message.bytes where raw mode may forward batches to it.
-
-        ``hand_over_early``: when more than ``HAND_OVER_ABOVE`` new partitions are created, return
-        once some new topics are served and put the others in ``held`` (their mappings are still
-        returned: the caller leaves them out until ``hand_over`` releases them)."""
+        with each target topic's max.message.bytes where raw mode may forward batches to it."""
         mappings = self.discovery.discover()
         existing = list_topics(self.target_admin, "target", self.config.target_bootstrap, self.timeout_s)
         sync = self.config.sync_topic_configs_enabled
@@ -158,7 +140,7 @@ class TopicProvisioner:
         configs = self._source_configs(to_describe)
         missing = [m for m in mappings.values() if m.target_topic not in existing]
         if missing:
-            self._create(missing, configs, hand_over_early=hand_over_early)
+            self._create(missing, configs)
         short = [
             m
             for m in mappings.values()
@@ -267,29 +249,7 @@ class TopicProvisioner:
         if new:
             self._create_topics(new, "internal topic")
 
-    def hand_over(self) -> list[str]:
-        """Held-back topics now served, released: all of them once all are served, else those served
-        at most every ``_RELEASE_EVERY_S``; the names released (none: ask again later)."""
-        if not self.held:
-            return []
-        unserved = self._leaders.unserved(self.held, timeout_s=1.0)
-        served = [t for t in self.held if t not in unserved]
-        now = time.monotonic()
-        if not served or (unserved and now - self._released_at < _RELEASE_EVERY_S):
-            return []
-        for topic in served:
-            del self.held[topic]
-        self._released_at = now
-        log.info(
-            "%d new target topics served by their leaders, handed over; %d still held back",
-            len(served),
-            len(self.held),
-        )
-        return served
-
-    def _create(
-        self, missing: list[TopicMapping], configs: dict[str, dict[str, str]], *, hand_over_early: bool = False
-    ) -> None:
+    def _create(self, missing: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         new = [
             NewTopic(
                 m.target_topic,
@@ -299,9 +259,9 @@ class TopicProvisioner:
             )
             for m in missing
         ]
-        self._create_topics(new, "target topic", hand_over_early=hand_over_early)
+        self._create_topics(new, "target topic")
 
-    def _create_topics(self, new: list[NewTopic], kind: str, *, hand_over_early: bool = False) -> None:
+    def _create_topics(self, new: list[NewTopic], kind: str) -> None:
         created: dict[str, range] = {}
         sizes = {t.topic: t.num_partitions for t in new}
         futures = {}
@@ -317,30 +277,7 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "CREATE", [topic]) or TaskFailure(
                         f"cannot create {kind} {topic!r}: {exc.args[0].str()}"
                     ) from exc
-        if hand_over_early and sum(len(r) for r in created.values()) > HAND_OVER_ABOVE:
-            self._hold_until_some_served(created)
-        else:
-            self._leaders.wait(created)
-
-    def _hold_until_some_served(self, created: dict[str, range]) -> None:
-        """Wait until some of ``created`` are served (all of them, past the timeout); hold the rest."""
-        deadline = Deadline(self.timeout_s)
-        unserved = created
-        while len(unserved) == len(created) and not deadline.passed:
-            unserved = self._leaders.unserved(created, timeout_s=min(deadline.left(1.0), 3.0))
-            if len(unserved) == len(created):
-                time.sleep(0.05)
-        if len(unserved) == len(created):  # nothing served in time: mirrored anyway, as wait() does
-            log.warning("no new target topic's leaders serve it after %.0f s; mirroring anyway", self.timeout_s)
-            return
-        self.held.update(unserved)
-        self._released_at = time.monotonic()
-        log.info(
-            "%d of %d new target topics served by their leaders: mirrored now; the other %d follow as theirs do",
-            len(created) - len(unserved),
-            len(created),
-            len(unserved),
-        )
+        self._leaders.wait(created)
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         futures = {}

@@ -56,10 +56,6 @@ class ConnectorPlugin(Protocol):
     def refresh(self) -> bool:
         """Re-discover and provision topics; True when the mappings changed."""
 
-    def hand_over(self) -> bool:
-        """Topics provisioned but held back (their leaders not serving yet) join the mappings when
-        they serve; True when the mappings changed."""
-
     def topic_acls_due(self) -> bool:
         """True when ``sync_topic_acls`` would sync now."""
 

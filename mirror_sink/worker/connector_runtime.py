@@ -195,7 +195,6 @@ class ConnectorRuntime:
             return
         self._follow_assignment()
         self.services.sync_topic_acls()
-        self._hand_over_topics()
         if not cfg.refresh_topics_enabled:
             return
         if not self.services.refresh_due():
@@ -213,18 +212,6 @@ class ConnectorRuntime:
             # str() of a TimeoutError from a future is empty: say at least what kind of failure it was
             self.refresh_problem = str(exc) or repr(exc)
             self.log.warning("topic refresh failed (will retry): %s", self.refresh_problem)
-
-    def _hand_over_topics(self) -> None:
-        """New target topics whose leaders came up since the connector created them go to the tasks."""
-        try:
-            if not self.connector.hand_over():
-                return
-        except Exception as exc:  # asked again at the next tick
-            self.log.warning("looking at the new target topics' leaders failed (will retry): %s", str(exc) or repr(exc))
-            return
-        self._claim_targets()
-        for task in list(self.tasks):
-            task.update_topics(self.connector.mappings)
 
     def _watch_clusters(self) -> bool:
         """A running connector's status names a cluster that went away; False once it gave up on it."""
