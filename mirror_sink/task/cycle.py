@@ -41,6 +41,8 @@ from mirror_sink.task.task_run import TaskRun
 from mirror_sink.topics.source_discovery import TopicMapping
 
 _PROGRESS_INTERVAL_S = 30.0
+#: How often an idle task's Fetch counters reach the metrics (a committing task's do at each commit).
+_FETCH_COUNTS_S = 5.0
 #: While a backlog is copied, a transaction lasts this many times the last wait for its
 #: predecessor's markers (when longer than transaction.boundary.interval.ms), so that the wait,
 #: which grows with the partitions a transaction touches, costs at most a fifth of the time.
@@ -145,8 +147,11 @@ class Cycle:
         adaptive = cfg.transaction_boundary is TransactionBoundary.CAUGHT_UP
         auto_mode = cfg.mirror_mode is MirrorMode.AUTO
         lag_interval_s = cfg.source_group_commit_interval_ms / 1000
-        next_lag_commit = time.monotonic() + lag_interval_s
-        next_progress = time.monotonic() + _PROGRESS_INTERVAL_S
+        lag_commit, progress, fetch_counts = (
+            _Every(lag_interval_s),
+            _Every(_PROGRESS_INTERVAL_S),
+            _Every(_FETCH_COUNTS_S),
+        )
         while not stop.is_set():
             now = time.monotonic()
             if not self.committer.open:
@@ -162,12 +167,12 @@ class Cycle:
                     self._aborting_since = None
                 self._rebalances_seen = own.rebalances
                 self._serve_cuts()
-                if lag_interval_s and now >= next_lag_commit:
+                if lag_interval_s and lag_commit.due(now):
                     self.commit_source_positions()
-                    next_lag_commit = now + lag_interval_s
-                if now >= next_progress:
+                if progress.due(now):
                     self.log_progress()
-                    next_progress = now + _PROGRESS_INTERVAL_S
+                if fetch_counts.due(now):
+                    self.metrics.fetches(self.path)
             if not own.reading:
                 own.poll(0.2) if own.mappings else stop.wait(0.2)
                 continue
@@ -478,3 +483,18 @@ class Cycle:
             self.path.describe(),
             cuts,
         )
+
+
+class _Every:
+    """A job of the task's loop due every ``interval_s``, first one interval after the start."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._next = time.monotonic() + interval_s
+
+    def due(self, now: float) -> bool:
+        """True when due at ``now``; the next time is then one interval later."""
+        if now < self._next:
+            return False
+        self._next = now + self.interval_s
+        return True

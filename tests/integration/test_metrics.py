@@ -20,6 +20,7 @@ from tests.integration.harness import (
     TransactionalLoad,
     Unique,
     WorkerProcess,
+    assert_exact_mirror,
     mirror_config,
     run_drill,
     scrape,
@@ -212,6 +213,37 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
 
     wait_until(forged_found, 30, "the forged record counted as a mismatch", interval=1)
     assert total(scrape(url), "mirror_sink_verify_mismatches_total", connector=name, partition="0") == 0
+
+
+def test_a_quiet_source_leader_is_watched_and_what_comes_after_the_silence_mirrors_exactly(
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+) -> None:
+    """A leader quiet for a second gets read_uncommitted watches (fetch.idle.wait.max.ms) instead of
+    read_committed Fetches ten times a second; a watch's records are never forwarded, so what its
+    answer saw (open, committed and aborted transactions alike) reaches the target exactly once."""
+    name, topic = unique("watch"), unique("watch")
+    target_topic, group = f"source.{topic}", f"connect-{name}"
+    create_topic(source.bootstrap_servers, topic, 2)
+    client = httpx.Client(base_url=worker.url, timeout=60)
+    config = mirror_config(name, source, target, topic, **{"mirror.mode": "raw"})
+    assert client.post("/connectors", json={"name": config.pop("name"), "config": config}).status_code == 201
+    url = f"{worker.url}/metrics"
+
+    def watches() -> float:
+        return total(scrape(url), "mirror_sink_fetch_requests_total", connector=name, kind="watch")
+
+    wait_until(lambda: watches() >= 1, 60, "a watch of the quiet source leader", interval=0.5)
+    seen = watches()
+    # After the silence: transactions, one in three aborted, written while the leader is watched.
+    load = TransactionalLoad(source.bootstrap_servers, topic, 2, 300, per_txn=30, abort_every=3, txn_id=f"{name}-l")
+    load.start().join(120)
+    wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "the mirror")
+    assert assert_exact_mirror(source, topic, target, target_topic, group) == load.committed
+    time.sleep(1.5)  # quiet again: watched again
+    produce(source.bootstrap_servers, topic, [Rec(b"k", b"after-%d" % i, partition=i % 2) for i in range(10)])
+    wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 60, "the lone records")
+    assert assert_exact_mirror(source, topic, target, target_topic, group) == load.committed + 10
+    wait_until(lambda: watches() > seen, 30, "watches again once the source is quiet", interval=0.5)
 
 
 def test_run_serves_metrics_on_its_own_port(
