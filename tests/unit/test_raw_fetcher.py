@@ -477,16 +477,9 @@ def _watching(monkeypatch: pytest.MonkeyPatch, idle_wait_ms: int = 500) -> tuple
     """A fetcher of 3 partitions whose leader has answered once with data, then fallen quiet."""
     clock = _Clock()
     monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
-    wire = _Wire()
-    fetcher = RawFetcher(
-        wire,  # type: ignore[arg-type]
-        MemoryBudget(1 << 22),
-        fetch_max_bytes=1 << 20,
-        partition_max_bytes=1 << 20,
-        max_wait_ms=100,
-        idle_wait_ms=idle_wait_ms,
+    fetcher, wire = _session_fetcher(
+        fetch_max_bytes=1 << 20, partition_max_bytes=1 << 20, max_wait_ms=100, idle_wait_ms=idle_wait_ms
     )
-    fetcher.assign({SourcePartition("orders", p): 0 for p in range(3)}, {"orders": OLD})
     fetcher.fill()
     _reply(fetcher, _data(0, 0), _nothing(1, 0), _nothing(2, 0))
     while fetcher.pop(SourcePartition("orders", 0)):
