@@ -74,5 +74,5 @@ def by_thread(stacks: Counter[tuple[str, ...]]) -> list[tuple[str, float]]:
     return [(name, n / total) for name, n in threads.most_common()]
 
 
-#: py-spy's thread frame is ``thread (0x7F...)`` followed by the thread's name when it has one.
-_THREAD = re.compile(r"^thread \(0x[0-9A-Fa-f]+\)\s*")
+#: py-spy's thread frame: ``thread (0x7F...)`` or ``thread (4865):``, then the thread's name if it has one.
+_THREAD = re.compile(r"^thread \((?:0x[0-9A-Fa-f]+|\d+)\):?\s*")

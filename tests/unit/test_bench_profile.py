@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from bench.common.stacks import read_stacks, shares
+from bench.common.stacks import by_thread, read_stacks, shares
 
 pytestmark = pytest.mark.unit
 
@@ -30,3 +31,10 @@ def test_samples_fall_in_the_bucket_of_the_frame_on_top_and_imports_count_as_sta
     assert by_bucket["start-up (imports)"] == 0.15  # under an import, whatever is on top
     assert by_bucket["other"] == 0.05
     assert top[0] == ("_sock_recv (mirror_sink/raw/receive.py:110)", 0.45)
+
+
+def test_samples_are_shared_out_by_thread_name_whatever_form_py_spy_gives_the_thread() -> None:
+    stacks: Counter[tuple[str, ...]] = Counter(
+        {("thread (4865): lag-orders", "measure"): 3, ("thread (0x7F12AB) fetch", "poll"): 1}
+    )
+    assert by_thread(stacks) == [("lag-orders", 0.75), ("fetch", 0.25)]
