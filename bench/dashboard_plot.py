@@ -41,10 +41,10 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common.paths import DOCS, data_dir
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import create_topic
 from devkafka.pair import DevClusters
+from devkafka.processes import reap_with_this_process
 
 MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
 CONNECTOR = "dash-mirror"

@@ -30,9 +30,9 @@ from confluent_kafka import Producer
 from bench.common.cpu import BusyTimeline, ProcessTree
 from bench.common.machine import cores_and_memory
 from bench.common.stacks import stacks_sampler
-from devkafka.backends import reap_with_this_process
 from devkafka.data import Address, client_settings, committed_offsets, create_topic, end_offsets
 from devkafka.pair import DevClusters
+from devkafka.processes import reap_with_this_process
 
 RESULTS = Path(__file__).parent / "results"
 RECORD_BYTES = 1024

@@ -49,10 +49,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common.console import tail
 from bench.common.cpu import ProcessTree
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import reader
 from devkafka.jars import KafkaJars
+from devkafka.processes import reap_with_this_process
 from mirror_sink.topics.topic_provisioner import by_partitions
 
 #: Before an idle measurement, the caught-up mirror settles this long (its last commit's markers,

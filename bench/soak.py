@@ -44,9 +44,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.common.paths import DATA, data_dir
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import ClusterStartError
 from devkafka.data import create_topic, read_all
+from devkafka.processes import reap_with_this_process
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 
 REPO = Path(__file__).resolve().parent.parent

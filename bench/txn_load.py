@@ -35,10 +35,10 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from bench.common.paths import RESULTS
 from bench.latency import prometheus_transactions
 from bench.mirror_throughput import MODES
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import create_topic
 from devkafka.pair import given_or_local_pair
+from devkafka.processes import reap_with_this_process
 
 _STAMP = struct.Struct(">d")
 

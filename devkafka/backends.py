@@ -30,69 +30,18 @@ to get the same pair by hand.
 from __future__ import annotations
 
 import os
-import shlex
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from devkafka.endpoints import ExternalCluster, KafkaEndpoint
 from devkafka.pair import DevClusters
-
-
-class KafkaEndpoint(Protocol):
-    """What tests and benchmarks need of a cluster: its name and address."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def bootstrap_servers(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class ExternalCluster:
-    """A cluster this process did not start and cannot bounce."""
-
-    name: str
-    bootstrap: str
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """The address given by the environment."""
-        return self.bootstrap
+from devkafka.processes import reap_with_this_process
 
 
 def backend_name() -> str:
     """The configured backend (``local`` unless ``MIRROR_SINK_KAFKA_BACKEND`` says otherwise)."""
     return os.environ.get("MIRROR_SINK_KAFKA_BACKEND", "local")
-
-
-def reap_with_this_process(*, pid: int | None = None, pattern: str | None = None) -> None:
-    """A watchdog that SIGKILLs a process (by ``pid``, or every one whose arguments match ``pattern``)
-    once this process is gone, however it ended.
-
-    Brokers run in their own session (so ``dev-kafka up`` outlives its CLI); brokers and mirrors that
-    tests start must not outlive a test process that died without teardown (a crash, SIGKILL).
-    """
-    parent = os.getpid()
-    if pattern is not None:  # by arguments: a restarted process (a bounced broker) has a new pid
-        script = f"while kill -0 {parent} 2>/dev/null; do sleep 2; done; pkill -9 -f {shlex.quote(pattern)}"
-    elif pid is not None:  # ends with the child too, so a pid reused later is never signalled
-        script = (
-            f"while kill -0 {pid} 2>/dev/null; do "
-            f"kill -0 {parent} 2>/dev/null || {{ kill -9 {pid}; break; }}; sleep 2; done"
-        )
-    else:
-        raise ValueError("reap_with_this_process needs pid or pattern")
-    subprocess.Popen(
-        ["sh", "-c", script],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 @contextmanager

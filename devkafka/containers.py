@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
 
-from devkafka.backends import ExternalCluster
 from devkafka.cluster import jvm_performance_opts
+from devkafka.endpoints import ExternalCluster
 from devkafka.paths import kafka_version
 from devkafka.podman import PodmanService, remove_containers, remove_containers_with_this_process
 

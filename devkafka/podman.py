@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from devkafka.backends import reap_with_this_process
 from devkafka.paths import cache_dir
+from devkafka.processes import reap_with_this_process
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 import pyspark
 
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
+from devkafka.processes import reap_with_this_process
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_HOME = Path(pyspark.__file__).parent

@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint, open_clusters, reap_with_this_process
+from devkafka.backends import open_clusters
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.pair import DevClusters
+from devkafka.processes import reap_with_this_process
 from devkafka.replicated import ReplicatedPair
 
 #: The tiers, the no-skip rule and the time per tier (tests/tiers.py).

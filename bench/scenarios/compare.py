@@ -48,10 +48,10 @@ from bench.latency import (
 from bench.mirror_throughput import MODES, PARTITIONS, RECORD_BYTES, Result, json_like_values, mirror_once, write_source
 from bench.mm2 import run_mm2, start_mm2
 from bench.scenarios.compare_page import plot, render_markdown
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.pair import BrokerPair
 from devkafka.paths import kafka_version
+from devkafka.processes import reap_with_this_process
 
 #: The results file, in the page's data directory; the page itself is rendered from it.
 COMPARE_RESULTS = "benchmarks.json"

@@ -66,10 +66,10 @@ from bench.common.paths import DATA, RESULTS
 from bench.common.section import Section
 from bench.consumer_groups import commit_source_group
 from bench.mirror_throughput import PARTITIONS, RECORD_BYTES, json_like_values, mirror_once, write_source
-from devkafka.backends import reap_with_this_process
 from devkafka.data import ProduceSpec, Rec, end_offsets, produce
 from devkafka.pair import DevClusters
 from devkafka.paths import kafka_version
+from devkafka.processes import reap_with_this_process
 
 #: This section's saved results, in the page's data directory as the other sections' are.
 EVIDENCE_RESULTS = "benchmarks-evidence.json"

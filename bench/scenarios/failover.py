@@ -78,11 +78,11 @@ from bench.mm2 import (
     source_extent,
     write_properties,
 )
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import committed_offsets, create_topic, drain, end_offsets, reader
 from devkafka.jars import KafkaJars
 from devkafka.paths import kafka_version
+from devkafka.processes import reap_with_this_process
 from devkafka.raw_batches import read_committed_batches
 
 PARTITIONS = 6

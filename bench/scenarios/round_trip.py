@@ -98,11 +98,11 @@ from bench.scenarios.failover import (
     fillers,
     mirror_sink_argv,
 )
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce, read_all, reader
 from devkafka.jars import KafkaJars
 from devkafka.paths import kafka_version
+from devkafka.processes import reap_with_this_process
 
 TOOLS = ("ms", "mm2")
 TOOL_NAMES = MIRROR_NAMES

@@ -39,9 +39,9 @@ from bench.common.machine import cores_and_memory
 from bench.common.paths import DATA
 from bench.common.section import Section
 from bench.mirror_throughput import RECORD_BYTES, write_source
-from devkafka.backends import reap_with_this_process
 from devkafka.data import committed_offsets, end_offsets
 from devkafka.pair import DevClusters
+from devkafka.processes import reap_with_this_process
 from devkafka.spark_standalone import SparkStandalone, SparkSubmit
 
 RUNTIMES = ("worker", "spark-local2", "spark-standalone")

@@ -52,7 +52,6 @@ from bench.common.section import Section
 from bench.common.stacks import stacks_sampler
 from bench.mirror_throughput import MODES, json_like_values
 from bench.mm2 import IDLE_SETTLE_S, run_mm2, stop_process
-from devkafka.backends import reap_with_this_process
 from devkafka.data import (
     Address,
     ProduceSpec,
@@ -66,6 +65,7 @@ from devkafka.data import (
     reader,
 )
 from devkafka.paths import kafka_version
+from devkafka.processes import reap_with_this_process
 
 #: The results file ``bench.report`` looks for in the page's data directory.
 SHAPES_RESULTS = "benchmarks-shapes.json"

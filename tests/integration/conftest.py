@@ -9,8 +9,8 @@ from typing import Protocol
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import create_topic
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.harness import MirrorProcess, Unique, WorkerProcess
 
 #: The tests' Spark settings: C1 and the serial collector for every Spark JVM (spark-defaults.conf, spark-env.sh).

@@ -19,7 +19,6 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from prometheus_client.parser import text_string_to_metric_families
 
-from devkafka.backends import KafkaEndpoint, reap_with_this_process
 from devkafka.cluster import free_port
 from devkafka.data import (
     Address,
@@ -34,6 +33,8 @@ from devkafka.data import (
     read_all,
     rec_from_message,
 )
+from devkafka.endpoints import KafkaEndpoint
+from devkafka.processes import reap_with_this_process
 from mirror_sink.core.errors import Retriable
 from mirror_sink.core.offset_syncs import OffsetSync, offset_syncs_topic
 from mirror_sink.core.retry import retry_call

@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import read_all
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.harness import (
     LiveReader,
     MirrorProcess,

@@ -18,9 +18,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import Rec, create_topic, produce
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.pair import DevClusters
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import mirror_config, shadow_caught_up, wait_until

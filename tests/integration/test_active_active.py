@@ -21,8 +21,8 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import committed_offsets, create_topic, end_offsets, read_all
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition

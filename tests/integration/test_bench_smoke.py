@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.scenarios.scale import plot_scale
-from devkafka.backends import KafkaEndpoint
+from devkafka.endpoints import KafkaEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 

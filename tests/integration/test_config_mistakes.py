@@ -6,8 +6,8 @@ import time
 
 import httpx
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, produce
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import Unique, WorkerProcess, mirror_config, wait_until
 

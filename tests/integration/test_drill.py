@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.drills import drills_topic
 from mirror_sink.failover.drill import SCHEMA
 from tests.integration.conftest import MirrorFactory

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import create_topic, read_all
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     LiveReader,

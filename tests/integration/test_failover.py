@@ -13,7 +13,6 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
 from api.cli.main import build_parser
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
     ProduceSpec,
     Rec,
@@ -24,6 +23,7 @@ from devkafka.data import (
     read_all,
     rec_from_message,
 )
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.offset_syncs import offset_syncs_topic

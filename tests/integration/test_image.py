@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 import mirror_sink
-from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.podman import podman as devkafka_podman
 from mirror_sink.core import build_info
 from tests.helm_render import find, render_chart, worker_args, worker_env, worker_mounts

@@ -11,9 +11,9 @@ import httpx
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
 from devkafka.data import Rec, create_topic, end_offsets, produce
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     MirrorProcess,

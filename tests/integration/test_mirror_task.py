@@ -12,7 +12,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewPartitions
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
     ProduceSpec,
     Rec,
@@ -23,6 +22,7 @@ from devkafka.data import (
     produce_transactions,
     read_all,
 )
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.jars import KafkaJars
 from mirror_sink.record.record_path import assign_validated
 from tests.integration.conftest import MirrorFactory, TopicFactory

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import httpx
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import produce
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     FAST_SETTINGS,

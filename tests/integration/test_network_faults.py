@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from devkafka.backends import reap_with_this_process
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import create_topic
 from devkafka.jars import KafkaJars
 from devkafka.link import Link, add_linked_listener
+from devkafka.processes import reap_with_this_process
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import TransactionalLoad, Unique, committed_data_batches, mirror_config, wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide

@@ -13,8 +13,8 @@ import psutil
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.raw.batches import HEADER_SIZE
 from mirror_sink.raw.forwarder import SAMPLE_BATCHES
 from tests.integration.conftest import MirrorFactory, TopicFactory

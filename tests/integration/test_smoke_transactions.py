@@ -8,7 +8,6 @@ from contextlib import contextmanager
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import (
     ProduceSpec,
     Rec,
@@ -18,6 +17,7 @@ from devkafka.data import (
     produce_transactions,
     read_all,
 )
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
 
 

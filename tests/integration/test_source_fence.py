@@ -16,8 +16,8 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     Unique,

@@ -16,9 +16,9 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.cluster import free_port
 from devkafka.data import Rec, committed_offsets, delete_records, produce, read_all, recreate_topic, topic_id
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.skipped_ranges import gaps_topic

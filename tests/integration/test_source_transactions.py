@@ -13,8 +13,8 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import create_topic
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.source_transactions import SourceTransaction, SourceTransactions
 from tests.integration.harness import Unique
 from tests.integration.java_tools import java_transactions

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import read_all
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.jars import SparkKafkaJars
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.spark_standalone import ROOT, SparkStandalone, SparkSubmit
 from tests.integration.harness import (
     Unique,

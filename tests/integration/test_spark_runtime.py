@@ -14,8 +14,8 @@ from typing import Protocol
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     ChildProcess,

@@ -9,8 +9,8 @@ import time
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import read_all
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     LiveReader,

@@ -18,8 +18,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, end_offsets, produce
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     TransactionalLoad,

@@ -17,8 +17,8 @@ from functools import partial
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, create_topic, end_offsets, produce
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.task.task_run import task_slot
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

@@ -22,9 +22,10 @@ from contextlib import ExitStack
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint, open_clusters
+from devkafka.backends import open_clusters
 from devkafka.containers import build_image, container_engine, default_image, kafka_image
 from devkafka.data import create_topic, read_all
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.podman import podman
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

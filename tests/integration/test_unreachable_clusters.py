@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 import httpx
 import pytest
 
-from devkafka.backends import KafkaEndpoint
+from devkafka.endpoints import KafkaEndpoint
 from devkafka.link import black_hole, refused_address
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import ChildProcess, Unique, WorkerProcess, mirror_config, wait_until

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
+from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.failover.verify import SOURCE_GONE
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

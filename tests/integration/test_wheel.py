@@ -10,8 +10,8 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, create_topic, produce_transactions
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.harness import (
     MirrorProcess,
     Unique,

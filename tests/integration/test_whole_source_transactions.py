@@ -27,8 +27,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import create_topic, read_all, wait_until_served
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     Unique,

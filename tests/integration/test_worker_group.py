@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import read_all
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     FAST_SETTINGS,

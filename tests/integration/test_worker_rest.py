@@ -12,8 +12,8 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import ProduceSpec, Rec, end_offsets, produce
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (
     PLUGIN,

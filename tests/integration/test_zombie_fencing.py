@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from devkafka.backends import KafkaEndpoint
 from devkafka.data import read_all
+from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     LiveReader,
