@@ -16,6 +16,7 @@ from mirror_sink.core.logs import context_logger
 from mirror_sink.core.preflight import check_cluster
 from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 from mirror_sink.topics.acl_sync import TopicAclSync
+from mirror_sink.topics.coordinators import ask_coordinators
 from mirror_sink.topics.source_discovery import TopicMapping
 from mirror_sink.topics.topic_provisioner import TopicProvisioner
 
@@ -48,7 +49,16 @@ class MirrorSinkConnector:
         source_admin = clients.admin(cfg.source_admin(), client_id=f"{cfg.name}-connector-source")
         target_admin = clients.admin(cfg.target_admin(), client_id=f"{cfg.name}-connector-target")
         _refuse_mirroring_onto_itself(cfg, source_admin, target_admin)
-        self._provisioner = TopicProvisioner(cfg, source_admin, target_admin)
+        # Before CreateTopics: a target that has no __consumer_offsets or __transaction_state yet
+        # creates and loads them while the topics are made, not after (mirror_sink.topics.coordinators).
+        ask_coordinators(
+            cfg.target_admin(),
+            f"{cfg.name}-connector-coordinators",
+            cfg.shadow_group_id,
+            f"{cfg.name}-connector" if cfg.transaction_producer else None,
+        )
+        # The tasks hold back each partition until its own leader serves it: no wait for them all here.
+        self._provisioner = TopicProvisioner(cfg, source_admin, target_admin, tasks_wait_for_leaders=True)
         self._acl_sync = TopicAclSync(cfg, source_admin, target_admin, self.log)
         self._provisioner.create_internal_topics()
         self.mappings = self._provisioner.reconcile()

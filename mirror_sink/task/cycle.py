@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from confluent_kafka import TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
+from mirror_sink.core import clients
 from mirror_sink.core.data_path import Copied
 from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
 from mirror_sink.core.group_cuts import GroupCut
@@ -36,6 +37,7 @@ from mirror_sink.core.skipped_ranges import AuditRecord
 from mirror_sink.task.commit_plan import CommitPlan
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.source_group import SourceGroupCommits
+from mirror_sink.task.target_leaders import TargetLeaders
 from mirror_sink.task.task_metrics import TaskMetrics
 from mirror_sink.task.task_run import TaskRun
 from mirror_sink.topics.source_discovery import TopicMapping
@@ -56,6 +58,8 @@ _IDLE_COMMIT_S = 5.0
 _IDLE_WAIT_S = 0.5
 #: Keeping source transactions whole: a caught-up task takes a snapshot for its next cut at most this often.
 _CUT_SPACING_S = 0.05
+#: How long assigned target partitions may wait for their leaders before they are copied anyway.
+_LEADER_WAIT_S = 30.0
 
 
 def commit_interval_s(interval_s: float, marker_wait_s: float, timeout_s: float, *, backlog: bool) -> float:
@@ -131,6 +135,12 @@ class Cycle:
         self._own_groups = {run.config.shadow_group_id, run.config.source_group_id}
         #: The group positions last written at a cut, so that only the ones that moved are written again.
         self._group_cuts_written: dict[tuple[str, SourcePartition], int] = {}
+        #: Assigned target partitions whose leaders do not serve them yet: their sources are held.
+        self.leaders = TargetLeaders(
+            lambda: clients.admin(cfg.target_admin(), f"{run.slot}-target-leaders"), _LEADER_WAIT_S, run.log
+        )
+        self._leaders_reading: frozenset[SourcePartition] = frozenset()
+        self._held_for_leaders = False
 
     def loop(self, stop: threading.Event, new_mappings: Callable[[], Mapping[str, TopicMapping] | None]) -> None:
         """Mirror until ``stop`` is set; ``new_mappings`` hands over topic changes between cycles."""
@@ -146,36 +156,16 @@ class Cycle:
         interval_s = cfg.transaction_interval_ms / 1000
         adaptive = cfg.transaction_boundary is TransactionBoundary.CAUGHT_UP
         auto_mode = cfg.mirror_mode is MirrorMode.AUTO
-        lag_interval_s = cfg.source_group_commit_interval_ms / 1000
-        lag_commit, progress, fetch_counts = (
-            _Every(lag_interval_s),
-            _Every(_PROGRESS_INTERVAL_S),
-            _Every(_FETCH_COUNTS_S),
-        )
+        jobs = _BetweenCycles(cfg.source_group_commit_interval_ms / 1000)
         while not stop.is_set():
             now = time.monotonic()
             if not self.committer.open:
-                mappings = new_mappings()
-                if mappings is not None:
-                    own.update(mappings)
-                own.serve()
-                self.metrics.serving(len(own.reading), own.rebalances - self._rebalances_seen)
-                self.metrics.cuts(self.cuts.counts if self.cuts is not None else None)
-                if own.rebalances != self._rebalances_seen:
-                    # A new assignment starts a new streak: the old one's aborts (a session lost
-                    # while an abort waited on a dead coordinator) say nothing of what it can commit.
-                    self._aborting_since = None
-                self._rebalances_seen = own.rebalances
-                self._serve_cuts()
-                if lag_interval_s and lag_commit.due(now):
-                    self.commit_source_positions()
-                if progress.due(now):
-                    self.log_progress()
-                if fetch_counts.due(now):
-                    self.metrics.fetches(self.path)
+                self._between_cycles(now, new_mappings, jobs)
             if not own.reading:
                 own.poll(0.2) if own.mappings else stop.wait(0.2)
                 continue
+            if self.leaders.poll():
+                self._hold()
             if own.unsaved_start or own.unrecorded:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
                 self._next_commit_at = 0.0
@@ -206,6 +196,32 @@ class Cycle:
         self.commit_source_positions()
         self.log_progress()
 
+    def _between_cycles(
+        self, now: float, new_mappings: Callable[[], Mapping[str, TopicMapping] | None], jobs: _BetweenCycles
+    ) -> None:
+        """With no cycle open: take topic changes, serve the shadow group (rebalances happen here),
+        hold back what waits for leaders or cuts, and run the periodic jobs that are due."""
+        own = self.ownership
+        mappings = new_mappings()
+        if mappings is not None:
+            own.update(mappings)
+        own.serve()
+        self.metrics.serving(len(own.reading), own.rebalances - self._rebalances_seen)
+        self.metrics.cuts(self.cuts.counts if self.cuts is not None else None)
+        if own.rebalances != self._rebalances_seen:
+            # A new assignment starts a new streak: the old one's aborts (a session lost
+            # while an abort waited on a dead coordinator) say nothing of what it can commit.
+            self._aborting_since = None
+        self._rebalances_seen = own.rebalances
+        self._serve_leaders()
+        self._serve_cuts()
+        if jobs.lag_commit is not None and jobs.lag_commit.due(now):
+            self.commit_source_positions()
+        if jobs.progress.due(now):
+            self.log_progress()
+        if jobs.fetch_counts.due(now):
+            self.metrics.fetches(self.path)
+
     def _wait_s(self, now: float) -> float:
         """How long the next copy may wait for data."""
         if self._to_commit():
@@ -221,6 +237,8 @@ class Cycle:
             wait = _IDLE_WAIT_S  # nothing to commit until new data, which ends the wait
         if self.cuts is not None and self.path.holding():
             wait = min(wait, self._cut_spacing_s)  # held data waits for the next cut, not for new data
+        if self._held_for_leaders:
+            wait = min(wait, _CUT_SPACING_S)  # the leaders' answers are looked at between copies
         return wait
 
     def _commit_and_schedule(self, interval_s: float, *, adaptive: bool) -> None:
@@ -263,7 +281,31 @@ class Cycle:
             return
         self._cut_reading = frozenset(own.reading)
         self.cuts.reset({tp: own.committed[tp] for tp in own.reading})
-        self.path.hold_at(self.cuts.limits)
+        self._hold()
+
+    def _serve_leaders(self) -> None:
+        """Between cycles, after a new assignment: its target partitions not known to be served are
+        checked, and their sources held until they are (``TargetLeaders``)."""
+        reading = frozenset(self.ownership.reading)
+        if reading == self._leaders_reading:
+            return
+        self._leaders_reading = reading
+        self.leaders.assign(self.ownership.reading.values())
+        self.leaders.poll()
+        self._hold()
+
+    def _hold(self) -> None:
+        """Tell the path what to hold: past the current cut, and all of a partition whose target
+        partition is not served yet (at its committed offset: a lower limit would read as a
+        position moved back)."""
+        own = self.ownership
+        limits = dict(self.cuts.limits) if self.cuts is not None else {}
+        waiting = self.leaders.waiting
+        if waiting:
+            limits.update({tp: own.committed[tp] for tp, target in own.reading.items() if target in waiting})
+        if limits or self._held_for_leaders or self.cuts is not None:
+            self.path.hold_at(limits)
+        self._held_for_leaders = bool(waiting)
 
     def _positions(self) -> dict[SourcePartition, int]:
         own = self.ownership
@@ -316,7 +358,7 @@ class Cycle:
                 return
             if not (cuts.snapshot(reading, with_groups=with_groups) and cuts.advance()):
                 return
-        self.path.hold_at(cuts.limits)
+        self._hold()
 
     def _group_cut_records(self, *, reached: bool) -> list[tuple[tuple[str, SourcePartition], int, AuditRecord]]:
         """The source groups' positions read at the current cut, when this commit is at that very cut
@@ -483,6 +525,16 @@ class Cycle:
             self.path.describe(),
             cuts,
         )
+
+
+class _BetweenCycles:
+    """The periodic jobs of the task's loop, run between cycles when due."""
+
+    def __init__(self, lag_interval_s: float) -> None:
+        #: Informational source-group commits (None: ``source.group.commit.interval.ms=0``, off).
+        self.lag_commit = _Every(lag_interval_s) if lag_interval_s else None
+        self.progress = _Every(_PROGRESS_INTERVAL_S)
+        self.fetch_counts = _Every(_FETCH_COUNTS_S)
 
 
 class _Every:

@@ -88,10 +88,23 @@ def _unknown_topic(exc: KafkaException) -> bool:
 
 class TopicProvisioner:
     """Reconciles the target topics of the source topics ``SourceDiscovery`` finds: creates them, adds
-    partitions, syncs their configs, and creates the connector's internal topics."""
+    partitions, syncs their configs, and creates the connector's internal topics.
 
-    def __init__(self, config: MirrorSinkConfig, source_admin: AdminClient, target_admin: AdminClient) -> None:
+    New partitions' leaders are waited for (``LeaderWait``) unless ``tasks_wait_for_leaders``: the
+    worker's tasks hold back each partition until its own leader serves it
+    (``mirror_sink.task.target_leaders``), so the connector returns as soon as the topics exist.
+    Internal topics are always waited for: tasks write to them from their first transaction."""
+
+    def __init__(
+        self,
+        config: MirrorSinkConfig,
+        source_admin: AdminClient,
+        target_admin: AdminClient,
+        *,
+        tasks_wait_for_leaders: bool = False,
+    ) -> None:
         self.config = config
+        self._tasks_wait_for_leaders = tasks_wait_for_leaders
         self.source_admin = source_admin
         self.target_admin = target_admin
         self.discovery = SourceDiscovery(config, source_admin)
@@ -247,7 +260,7 @@ class TopicProvisioner:
             topic = cfg.group_cuts_partition.topic
             new.append(NewTopic(topic, 1, cfg.offset_syncs_replication_factor, config=compact))
         if new:
-            self._create_topics(new, "internal topic")
+            self._create_topics(new, "internal topic", wait=True)
 
     def _create(self, missing: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         new = [
@@ -259,9 +272,9 @@ class TopicProvisioner:
             )
             for m in missing
         ]
-        self._create_topics(new, "target topic")
+        self._create_topics(new, "target topic", wait=not self._tasks_wait_for_leaders)
 
-    def _create_topics(self, new: list[NewTopic], kind: str) -> None:
+    def _create_topics(self, new: list[NewTopic], kind: str, *, wait: bool) -> None:
         created: dict[str, range] = {}
         sizes = {t.topic: t.num_partitions for t in new}
         futures = {}
@@ -277,7 +290,8 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "CREATE", [topic]) or TaskFailure(
                         f"cannot create {kind} {topic!r}: {exc.args[0].str()}"
                     ) from exc
-        self._leaders.wait(created)
+        if wait:
+            self._leaders.wait(created)
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         futures = {}
@@ -293,7 +307,8 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "ALTER", [topic]) or TaskFailure(
                         f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
                     ) from exc
-        self._leaders.wait({m.target_topic: range(existing[m.target_topic], m.source_partitions) for m in short})
+        if not self._tasks_wait_for_leaders:
+            self._leaders.wait({m.target_topic: range(existing[m.target_topic], m.source_partitions) for m in short})
 
     def _sync_configs(
         self, present: list[TopicMapping], configs: dict[str, dict[str, str]], current: dict[str, dict[str, str]]

@@ -1,5 +1,6 @@
 """The leader wait's pure decisions: which new partitions a Metadata answer shows led (worth a
-ListOffsets) and which to ask about again."""
+ListOffsets) and which to ask about again; and the coordinators not asked through a client that
+cannot honour the settings."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
+from mirror_sink.topics.coordinators import ask_coordinators
 from mirror_sink.topics.leader_wait import leader_ids, split_by_leader
 
 pytestmark = pytest.mark.unit
@@ -66,3 +68,11 @@ def test_topics_are_created_in_requests_a_kraft_controller_accepts() -> None:
     assert [sum(b) for b in batches] == [5000, 5000]
     assert list(by_partitions([3000, 3000, 6000, 10], lambda n: n)) == [[3000], [3000], [6000], [10]]
     assert list(by_partitions([], lambda n: n)) == []
+
+
+def test_coordinators_are_not_asked_through_a_client_that_cannot_honour_the_settings() -> None:
+    """A PKCS#12 keystore: the raw path's client cannot connect, so the answer says why, at once."""
+    props = {"bootstrap.servers": "127.0.0.1:1", "ssl.keystore.location": "/k.p12", "ssl.keystore.password": "s"}
+    answers = ask_coordinators(props, "test", "connect-x", "x-0")
+    assert set(answers) == {"connect-x", "x-0"}
+    assert all(a.startswith("not asked: the client cannot honour ssl.keystore.location") for a in answers.values())
