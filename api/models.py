@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mirror_sink.core.states import TargetState
-from mirror_sink.failover.offset_translator import TranslatedOffset
-from mirror_sink.failover.readiness import Readiness
+from mirror_sink.failover.checkpoints.offset_translator import TranslatedOffset
+from mirror_sink.failover.rehearsal.readiness import Readiness
 from mirror_sink.worker import herder_types as domain
 
 ConfigMap = dict[str, Any]

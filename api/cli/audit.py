@@ -10,8 +10,8 @@ from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.drills import drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.failover.audit import audit
-from mirror_sink.failover.drill import read_drills
+from mirror_sink.failover.rehearsal.audit import audit
+from mirror_sink.failover.rehearsal.drill import read_drills
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.failover.failback import Failback
-from mirror_sink.failover.failback_link import FailbackRefused
-from mirror_sink.failover.failover_plan import FailoverRefused
+from mirror_sink.failover.failback.failback import Failback
+from mirror_sink.failover.failback.failback_link import FailbackRefused
+from mirror_sink.failover.switch.failover_plan import FailoverRefused
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.failover.offset_translator import Direction, OffsetTranslator, TopicOffset
-from mirror_sink.failover.spark_checkpoint import CheckpointRefused, rewrite_checkpoint
+from mirror_sink.failover.checkpoints.offset_translator import Direction, OffsetTranslator, TopicOffset
+from mirror_sink.failover.checkpoints.spark_checkpoint import CheckpointRefused, rewrite_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.config_files import load_connector_config
 from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.failover.partial_transactions import check_copy
-from mirror_sink.failover.verify import Verifier
+from mirror_sink.failover.rehearsal.partial_transactions import check_copy
+from mirror_sink.failover.rehearsal.verify import Verifier
 
 log = logging.getLogger(__name__)
 

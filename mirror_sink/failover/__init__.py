@@ -1,1 +1,1 @@
-"""Consumer failover: exact offset translation from the offset syncs, MM2 checkpoints, group sync, failover."""
+"""Consumer failover in four rooms (checkpoints, switch, failback, rehearsal) over a shared one (common)."""

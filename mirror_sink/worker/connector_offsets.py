@@ -19,8 +19,13 @@ from mirror_sink.core.checkpoints import checkpoints_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.replication_policy import ReplicationPolicy
 from mirror_sink.core.states import TargetState
-from mirror_sink.failover.offset_translator import Direction, OffsetTranslator, TopicOffset, TranslatedOffset
-from mirror_sink.failover.readers import read_checkpoints
+from mirror_sink.failover.checkpoints.offset_translator import (
+    Direction,
+    OffsetTranslator,
+    TopicOffset,
+    TranslatedOffset,
+)
+from mirror_sink.failover.common.readers import read_checkpoints
 from mirror_sink.worker.herder_types import CheckpointState, Conflict, InvalidRequest, PartitionOffset
 from mirror_sink.worker.worker import Worker
 

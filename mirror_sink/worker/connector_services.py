@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.logs import Log
-from mirror_sink.failover.background_verifier import BackgroundVerifier
-from mirror_sink.failover.checkpointer import CheckpointEmitter
-from mirror_sink.failover.drill_watch import DrillWatch
+from mirror_sink.failover.checkpoints.checkpointer import CheckpointEmitter
+from mirror_sink.failover.rehearsal.background_verifier import BackgroundVerifier
+from mirror_sink.failover.rehearsal.drill_watch import DrillWatch
 from mirror_sink.worker.cluster_watch import ClusterWatch
 from mirror_sink.worker.connector_plugin import ConnectorPlugin
 from mirror_sink.worker.lag_monitor import LagMonitor

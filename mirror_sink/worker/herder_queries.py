@@ -10,7 +10,7 @@ from typing import Any
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.metrics import MIRROR
 from mirror_sink.core.states import ConnectorState
-from mirror_sink.failover.readiness import Readiness
+from mirror_sink.failover.rehearsal.readiness import Readiness
 from mirror_sink.worker.connector_runtime import StateInfo
 from mirror_sink.worker.connector_validation import masked
 from mirror_sink.worker.herder_types import (

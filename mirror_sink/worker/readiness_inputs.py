@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import time
 
-from mirror_sink.failover.readiness import Readiness, ReadinessInputs, assess
+from mirror_sink.failover.rehearsal.readiness import Readiness, ReadinessInputs, assess
 from mirror_sink.worker.connector_runtime import ConnectorRuntime
 
 

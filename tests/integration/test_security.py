@@ -28,7 +28,7 @@ from devkafka.data import Rec, committed_offsets, create_topic, produce, read_al
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.failover.failover_record import failovers_topic
+from mirror_sink.failover.common.failover_record import failovers_topic
 from mirror_sink.topics.required_acls import RequiredAcl, source_fence_acls, verify_and_drill_acls
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

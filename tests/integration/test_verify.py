@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
-from mirror_sink.failover.verify import SOURCE_GONE
+from mirror_sink.failover.rehearsal.verify import SOURCE_GONE
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     TransactionalLoad,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mirror_sink.failover.audit import audit, report_sha256
+from mirror_sink.failover.rehearsal.audit import audit, report_sha256
 
 
 def _trail(n: int) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror_sink.failover.drill import DrillReport, PartitionRpo, TransactionConsistency
+from mirror_sink.failover.rehearsal.drill import DrillReport, PartitionRpo, TransactionConsistency
 
 
 def _report(transactions: TransactionConsistency) -> DrillReport:

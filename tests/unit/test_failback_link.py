@@ -8,8 +8,8 @@ from api.cli.failback import finish_command
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import FailbackReplicationPolicy, IdentityReplicationPolicy
-from mirror_sink.failover.failback_link import reverse_config
-from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut
+from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut
+from mirror_sink.failover.failback.failback_link import reverse_config
 
 FORWARD = {
     "name": "orders-mirror",

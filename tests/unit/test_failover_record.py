@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.failover_record import (
+from mirror_sink.failover.common.failover_record import (
     FailoverRecord,
     GroupMove,
     PartitionCut,

@@ -16,8 +16,9 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync, SyncRun
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.reachability import probe
-from mirror_sink.failover import checkpointer, groups
-from mirror_sink.failover.groups import GroupActive, GroupMembers
+from mirror_sink.failover.checkpoints import checkpointer
+from mirror_sink.failover.common import groups
+from mirror_sink.failover.common.groups import GroupActive, GroupMembers
 
 
 def _config(**extra: str) -> MirrorSinkConfig:

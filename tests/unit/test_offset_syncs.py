@@ -158,8 +158,8 @@ def test_group_filter_has_mm2s_defaults() -> None:
 
 
 def test_failover_table_names_each_group_partition() -> None:
-    from mirror_sink.failover.failover_plan import FailoverPlan
-    from mirror_sink.failover.translation import Translation
+    from mirror_sink.failover.common.translation import Translation
+    from mirror_sink.failover.switch.failover_plan import FailoverPlan
 
     plan = FailoverPlan("planned", [Translation("g", "orders", TP, 100, 140), Translation("h", "orders", TP, 5, 6)])
     plan.behind = {("g", TP): 10}
@@ -279,7 +279,7 @@ def test_failover_never_selects_the_mirrors_own_groups() -> None:
     import re
 
     from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-    from mirror_sink.failover.failover_plan import FailoverPlanner
+    from mirror_sink.failover.switch.failover_plan import FailoverPlanner
 
     cfg = MirrorSinkConfig.parse(
         {"name": "m", "source.cluster.bootstrap.servers": "a:1", "target.cluster.bootstrap.servers": "b:1"}

@@ -8,7 +8,7 @@ from api.cli.main import build_parser
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync, SyncRun
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.offset_translator import (
+from mirror_sink.failover.checkpoints.offset_translator import (
     Direction,
     Outcome,
     TopicOffset,

@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 from typing import Any
 
-from mirror_sink.failover.readiness import ReadinessInputs, assess
+from mirror_sink.failover.rehearsal.readiness import ReadinessInputs, assess
 
 NOW = datetime.datetime(2026, 11, 28, 12, 0, tzinfo=datetime.UTC)
 

@@ -7,8 +7,8 @@ import time
 from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, read_records
-from mirror_sink.failover.source_fence import SourceFenceReport, SourceProducer, deny_bindings
+from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut, read_records
+from mirror_sink.failover.switch.source_fence import SourceFenceReport, SourceProducer, deny_bindings
 
 
 def _producer(pid: int, txn: str | None) -> SourceProducer:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from mirror_sink.core.errors import ConfigError
-from mirror_sink.failover.offset_translator import Direction, Outcome, TopicOffset, TranslatedOffset
-from mirror_sink.failover.spark_checkpoint import CheckpointRefused, kafka_offsets, rewrite_checkpoint
+from mirror_sink.failover.checkpoints.offset_translator import Direction, Outcome, TopicOffset, TranslatedOffset
+from mirror_sink.failover.checkpoints.spark_checkpoint import CheckpointRefused, kafka_offsets, rewrite_checkpoint
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1700000000000,"conf":{"spark.sql.shuffle.partitions":"2"}}'
 

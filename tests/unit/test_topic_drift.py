@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mirror_sink.failover.drift import ConfigChanged, PartitionsAdded, TopicDrift
+from mirror_sink.failover.failback.drift import ConfigChanged, PartitionsAdded, TopicDrift
 
 
 def test_no_drift_says_so_in_one_line() -> None:

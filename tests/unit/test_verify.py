@@ -7,7 +7,7 @@ import time
 
 from mirror_sink.core.offset_syncs import SyncRun
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.failover.verify import (
+from mirror_sink.failover.rehearsal.verify import (
     NO_SYNC,
     SKIPPED,
     SOURCE_GONE,

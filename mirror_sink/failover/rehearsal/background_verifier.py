@@ -1,7 +1,7 @@
 """``verify.enabled``: verification rounds in the background, into metrics, the log and the status page.
 
 One per connector, on a thread of its own beside the checkpoint emitter: every
-``verify.interval.seconds`` a round of ``mirror_sink.failover.verify.Verifier`` goes on from where the
+``verify.interval.seconds`` a round of ``mirror_sink.failover.rehearsal.verify.Verifier`` goes on from where the
 last one ended, reading at most ``verify.max.bytes.per.second``, so it never competes with mirroring.
 A mismatch is logged at WARNING with both sides' offsets and counted in
 ``mirror_sink_verify_mismatches_total``; mirroring goes on (verification reports, it does not judge).
@@ -22,7 +22,7 @@ from mirror_sink.core.metrics import (
 )
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.repeating_job import RepeatingJob
-from mirror_sink.failover.verify import Verifier, VerifyReport
+from mirror_sink.failover.rehearsal.verify import Verifier, VerifyReport
 
 
 class BackgroundVerifier:

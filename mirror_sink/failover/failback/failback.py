@@ -4,10 +4,10 @@ From the forward link's config (A to B, after a failover to B):
 
 1. read the newest failover record of the connector on B, and check it belongs to these clusters;
 2. find the records A holds past the failover's cut (never mirrored) and keep them byte for byte in a
-   side topic on A, with a report (``mirror_sink.failover.divergence``), and how B's topics drifted
-   from A's while B ran alone (``mirror_sink.failover.drift``);
+   side topic on A, with a report (``mirror_sink.failover.failback.divergence``), and how B's topics drifted
+   from A's while B ran alone (``mirror_sink.failover.failback.drift``);
 3. write the reverse link's config and start its shadow group at the cut
-   (``mirror_sink.failover.failback_link``).
+   (``mirror_sink.failover.failback.failback_link``).
 
 The operator then runs the reverse link until it has caught up, stops the producers on B and the
 link, and finishes (``finish``): the groups move home exactly and the forward link is set to go on
@@ -29,23 +29,23 @@ from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.divergence import DivergenceReport, find_and_keep
-from mirror_sink.failover.drift import TopicDrift, find_drift
-from mirror_sink.failover.failback_link import (
+from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
+from mirror_sink.failover.common.groups import IDLE_STATES, group_member, list_groups
+from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, read_failovers
+from mirror_sink.failover.common.translation import Translation
+from mirror_sink.failover.failback.divergence import DivergenceReport, find_and_keep
+from mirror_sink.failover.failback.drift import TopicDrift, find_drift
+from mirror_sink.failover.failback.failback_link import (
     FailbackRefused,
     ReverseStart,
     advanced_since,
     reverse_config,
     reverse_start,
 )
-from mirror_sink.failover.failover import Failover
-from mirror_sink.failover.failover_plan import FailoverPlan
-from mirror_sink.failover.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
-from mirror_sink.failover.groups import IDLE_STATES, group_member, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, read_failovers
-from mirror_sink.failover.source_fence import lift
-from mirror_sink.failover.translation import Translation
-from mirror_sink.failover.verify import watermarks
+from mirror_sink.failover.rehearsal.verify import watermarks
+from mirror_sink.failover.switch.failover import Failover
+from mirror_sink.failover.switch.failover_plan import FailoverPlan
+from mirror_sink.failover.switch.source_fence import lift
 from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
 
 

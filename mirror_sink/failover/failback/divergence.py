@@ -2,7 +2,7 @@
 
 After a disaster failover, the old primary may come back with records past the failover's cut: they
 were written there after the mirror's last commit and were never mirrored. The failover record
-(``mirror_sink.failover.failover_record``) holds each partition's cut (the source offset mirrored up
+(``mirror_sink.failover.common.failover_record``) holds each partition's cut (the source offset mirrored up
 to), so these records are exactly the old primary's committed records at or past it. Failback reports
 them per partition (count, offset range, time range, bytes), as a table and as JSON, and copies them
 byte for byte (key, value, headers, timestamp) into a side topic per source topic,
@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.failover.failover_record import FailoverRecord
+from mirror_sink.failover.common.failover_record import FailoverRecord
 
 #: How long reading one partition's diverged records may take before the report says so.
 _READ_TIMEOUT_S = 300.0

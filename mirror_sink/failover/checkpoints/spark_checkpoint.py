@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror_sink.core.errors import ConfigError
-from mirror_sink.failover.offset_translator import Direction, TopicOffset, TranslatedOffset
+from mirror_sink.failover.checkpoints.offset_translator import Direction, TopicOffset, TranslatedOffset
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from mirror_sink.core.metrics import checkpoint_round_seconds, checkpoints_writt
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.repeating_job import RepeatingJob
-from mirror_sink.failover.groups import IDLE_STATES, GroupActive, GroupMembers, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader
-from mirror_sink.failover.translation import Translation, source_partitions, translate_group
+from mirror_sink.failover.common.groups import IDLE_STATES, GroupActive, GroupMembers, list_groups
+from mirror_sink.failover.common.readers import OffsetSyncReader
+from mirror_sink.failover.common.translation import Translation, source_partitions, translate_group
 
 #: Offsets per group and partition remembered from earlier rounds (a minute at the default interval).
 _RECENT_OFFSETS = 12

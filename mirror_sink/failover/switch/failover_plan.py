@@ -27,9 +27,9 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.group_cuts import GroupCut
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.groups import ClusterUnreachable, committed_offsets, list_groups
-from mirror_sink.failover.readers import OffsetSyncReader, read_checkpoints, read_group_cuts
-from mirror_sink.failover.translation import Translation
+from mirror_sink.failover.common.groups import ClusterUnreachable, committed_offsets, list_groups
+from mirror_sink.failover.common.readers import OffsetSyncReader, read_checkpoints, read_group_cuts
+from mirror_sink.failover.common.translation import Translation
 from mirror_sink.topics.source_discovery import SourceDiscovery
 
 _SOURCE_PROBE_S = 10.0

@@ -22,7 +22,7 @@ from mirror_sink.core.metrics import (
     last_passed_drill_timestamp_seconds,
 )
 from mirror_sink.core.repeating_job import RepeatingJob
-from mirror_sink.failover.drill import read_drills
+from mirror_sink.failover.rehearsal.drill import read_drills
 
 #: How often the reports are read again.
 EVERY_S = 30.0

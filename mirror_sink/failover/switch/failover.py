@@ -24,9 +24,8 @@ from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.failover.failover_plan import FailoverPlan, FailoverPlanner, FailoverRefused, end_reader, stable_end
-from mirror_sink.failover.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
-from mirror_sink.failover.groups import (
+from mirror_sink.failover.common.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
+from mirror_sink.failover.common.groups import (
     IDLE_STATES,
     ClusterUnreachable,
     GroupActive,
@@ -34,8 +33,15 @@ from mirror_sink.failover.groups import (
     committed_offsets,
     list_groups,
 )
-from mirror_sink.failover.source_fence import SourceFence, SourceFenceReport
-from mirror_sink.failover.translation import Translation
+from mirror_sink.failover.common.translation import Translation
+from mirror_sink.failover.switch.failover_plan import (
+    FailoverPlan,
+    FailoverPlanner,
+    FailoverRefused,
+    end_reader,
+    stable_end,
+)
+from mirror_sink.failover.switch.source_fence import SourceFence, SourceFenceReport
 from mirror_sink.task.takeover_fence import TakeoverFence
 
 

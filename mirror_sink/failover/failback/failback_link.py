@@ -24,8 +24,8 @@ from mirror_sink.core import clients
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 from mirror_sink.core.stable_offsets import read_stable_offsets
-from mirror_sink.failover.failover_record import FailoverRecord
-from mirror_sink.failover.groups import group_member
+from mirror_sink.failover.common.failover_record import FailoverRecord
+from mirror_sink.failover.common.groups import group_member
 from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
 
 _SOURCE, _TARGET = "source.cluster.", "target.cluster."
@@ -68,7 +68,7 @@ class ReverseStart:
     """Where the reverse link's shadow group starts on the old primary: each home partition at the
     new primary's end when the failover ran (the first offset written there after it), with the
     topic's id on the new primary. Committed in the failback's one transaction on the old primary,
-    together with the diverged records (``mirror_sink.failover.divergence``)."""
+    together with the diverged records (``mirror_sink.failover.failback.divergence``)."""
 
     group: str
     offsets: tuple[TopicPartition, ...]

@@ -30,7 +30,7 @@ from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.errors import ConfigError
 from mirror_sink.core.offset_syncs import OffsetIndex, PartitionIndex
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.readers import OffsetSyncReader
+from mirror_sink.failover.common.readers import OffsetSyncReader
 
 log = logging.getLogger(__name__)
 

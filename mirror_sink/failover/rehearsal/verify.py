@@ -40,7 +40,7 @@ from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex, SyncRun
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.repeating_job import Stopped
-from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader, unused_group_error
+from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, unused_group_error
 
 #: Reasons a record cannot be verified (the keys of ``PartitionVerdict.unverifiable``).
 SOURCE_GONE = "source record gone (compaction or retention)"

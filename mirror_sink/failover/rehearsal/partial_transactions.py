@@ -42,9 +42,9 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.source_transactions import SourceTransaction, SourceTransactions
 from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC
-from mirror_sink.failover.groups import committed_offsets
-from mirror_sink.failover.readers import OffsetSyncReader, assigned_reader
-from mirror_sink.failover.verify import mirrored_partitions, watermarks
+from mirror_sink.failover.common.groups import committed_offsets
+from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader
+from mirror_sink.failover.rehearsal.verify import mirrored_partitions, watermarks
 from mirror_sink.raw.batches import CONTROL_COMMIT, control_type, parse_header, split_batches
 from mirror_sink.raw.wire import WireClient
 

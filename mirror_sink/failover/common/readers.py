@@ -15,7 +15,7 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.group_cuts import GroupCut
 from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync
 from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.failover.failover_record import FailoverRecord, read_records
+from mirror_sink.failover.common.failover_record import FailoverRecord, read_records
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def read_checkpoints(
 def read_failovers(
     target_props: Mapping[str, str], topic: str, client_id: str, timeout_s: float = 60.0
 ) -> dict[tuple[str, str], FailoverRecord]:
-    """Every whole failover recorded in ``topic`` (``mirror_sink.failover.failover_record``)."""
+    """Every whole failover recorded in ``topic`` (``mirror_sink.failover.common.failover_record``)."""
     reader = _TopicReader(target_props, topic, client_id, "read_committed")
     try:
         return read_records((key, value) for key, value, _ in reader.read_new(timeout_s))

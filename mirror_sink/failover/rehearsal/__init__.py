@@ -1,0 +1,1 @@
+"""Rehearsal: proof that failover would work (verify, drills, readiness, audit, partial transactions)."""

@@ -1,0 +1,1 @@
+"""The switch: ``mirror-sink failover`` plans, fences the old primary, moves the groups and records what it did."""
