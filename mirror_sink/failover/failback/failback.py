@@ -33,6 +33,7 @@ from mirror_sink.failover.common.failover_record import FailoverRecord, Partitio
 from mirror_sink.failover.common.groups import IDLE_STATES, group_member, list_groups
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, read_failovers
 from mirror_sink.failover.common.translation import Translation
+from mirror_sink.failover.common.watermarks import read_watermarks
 from mirror_sink.failover.failback.divergence import DivergenceReport, find_and_keep
 from mirror_sink.failover.failback.drift import TopicDrift, find_drift
 from mirror_sink.failover.failback.failback_link import (
@@ -42,7 +43,6 @@ from mirror_sink.failover.failback.failback_link import (
     reverse_config,
     reverse_start,
 )
-from mirror_sink.failover.rehearsal.verify import watermarks
 from mirror_sink.failover.switch.failover import Failover
 from mirror_sink.failover.switch.failover_plan import FailoverPlan
 from mirror_sink.failover.switch.source_fence import lift
@@ -228,7 +228,7 @@ class Failback:
         reader = assigned_reader(cfg.source_consumer(), f"{self._client_id}-ends")
         try:
             ends = {
-                target: watermarks(reader, home.topic, home.partition, "old primary")[1]
+                target: read_watermarks(reader, home.topic, home.partition, "old primary")[1]
                 for target, home in partitions.items()
             }
         finally:

@@ -58,8 +58,9 @@ from mirror_sink.failover.common.groups import (
     list_groups,
 )
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader
+from mirror_sink.failover.common.watermarks import read_watermarks
 from mirror_sink.failover.rehearsal.audit import report_sha256
-from mirror_sink.failover.rehearsal.verify import Record, Verifier, mirrored_partitions, read_range, watermarks
+from mirror_sink.failover.rehearsal.verify import Record, Verifier, mirrored_partitions, read_range
 from mirror_sink.failover.switch.failover import create_compacted
 from mirror_sink.task.source_continuity import stored_at_cut
 
@@ -398,7 +399,7 @@ class Drill:
             source = assigned_reader(cfg.source_consumer(), self._client_id, eof=True)
             try:
                 ends = {
-                    tp: watermarks(source, topic, partition, "source")[1]
+                    tp: read_watermarks(source, topic, partition, "source")[1]
                     for (topic, partition), tp in sorted(targets.items())
                 }
             finally:
@@ -639,7 +640,7 @@ def read_drills(target_props: Mapping[str, str], topic: str, connector: str, cli
             raise TaskFailure(f"cannot describe {topic} on the target: {exc.args[0].str()}") from exc
         if listed is None or listed.error is not None:
             return []  # no drill ran yet
-        low, high = watermarks(consumer, topic, 0, "target")
+        low, high = read_watermarks(consumer, topic, 0, "target")
         for rec in read_range(consumer, (topic, 0), (low, high), "target"):
             key = (rec.key or b"").decode(errors="replace")
             if not key.startswith(f"{connector}/") or rec.value is None:
@@ -665,6 +666,6 @@ def _first_difference(got: list[Record], want: list[Record]) -> str | None:
 
 def _take(consumer: Consumer, tp: tuple[str, int], start: int, count: int, role: str) -> list[Record]:
     """Up to ``count`` committed records of ``tp`` from ``start``, to the partition's end at most."""
-    end = watermarks(consumer, tp[0], tp[1], role)[1]
+    end = read_watermarks(consumer, tp[0], tp[1], role)[1]
     with contextlib.closing(read_range(consumer, tp, (start, end), role)) as records:  # unassigns when closed
         return list(itertools.islice(records, count))

@@ -44,7 +44,8 @@ from mirror_sink.core.source_transactions import SourceTransaction, SourceTransa
 from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC
 from mirror_sink.failover.common.groups import committed_offsets
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader
-from mirror_sink.failover.rehearsal.verify import mirrored_partitions, watermarks
+from mirror_sink.failover.common.watermarks import read_watermarks
+from mirror_sink.failover.rehearsal.verify import mirrored_partitions
 from mirror_sink.raw.batches import CONTROL_COMMIT, control_type, parse_header, split_batches
 from mirror_sink.raw.wire import WireClient
 
@@ -273,7 +274,7 @@ def check_copy(config: MirrorSinkConfig, *, window: int, client_id: str) -> Tran
         wire = WireClient(config.source_consumer(), "source", f"{client_id}-markers", _FETCH_BYTES + (1 << 20))
         opened.callback(wire.close)
         for tp, position in sorted(positions.items()):
-            low, high = watermarks(ends, tp.topic, tp.partition, "source")
+            low, high = read_watermarks(ends, tp.topic, tp.partition, "source")
             span = (max(low, position - window), min(high, position + window))
             check_windows[tp] = span
             markers[tp] = read_markers(wire, tp, *span)
@@ -289,7 +290,7 @@ def _committed_transactions(config: MirrorSinkConfig, ends: Consumer, client_id:
         availability = follower.start()
         if not availability.readable:
             raise TaskFailure(f"cannot read the source's {TRANSACTION_STATE_TOPIC}: {availability.reason}")
-        log_ends = {p: watermarks(ends, TRANSACTION_STATE_TOPIC, p, "source")[1] for p in follower.partitions}
+        log_ends = {p: read_watermarks(ends, TRANSACTION_STATE_TOPIC, p, "source")[1] for p in follower.partitions}
         if not follower.read_to(log_ends, 120.0):
             raise TaskFailure(f"reading the source's {TRANSACTION_STATE_TOPIC} to its end took over 120 s")
         return follower.take_prepared()

@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.errors import ConfigError, TaskFailure
@@ -41,6 +41,7 @@ from mirror_sink.core.offset_syncs import OffsetIndex, SyncRun
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.repeating_job import Stopped
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, unused_group_error
+from mirror_sink.failover.common.watermarks import read_watermarks
 
 #: Reasons a record cannot be verified (the keys of ``PartitionVerdict.unverifiable``).
 SOURCE_GONE = "source record gone (compaction or retention)"
@@ -384,7 +385,7 @@ class Verifier:
             for tp in index.partitions
             if own(tp, index.source_topics[tp]) and (self.topics is None or self.topics.fullmatch(tp.topic))
         )
-        ends = {tp: watermarks(self._target, tp.topic, tp.partition, "target") for tp in chosen}
+        ends = {tp: read_watermarks(self._target, tp.topic, tp.partition, "target") for tp in chosen}
         index = self._syncs.catch_up()
         report = VerifyReport(self.config.name)
         for n, tp in enumerate(chosen, 1):
@@ -494,12 +495,3 @@ def record_of(msg: Message) -> Record:
     pairs = headers.items() if isinstance(headers, dict) else headers
     kept: Headers = tuple((name, value if isinstance(value, bytes | None) else value.encode()) for name, value in pairs)
     return Record(msg.offset() or 0, msg.key(), msg.value(), kept, msg.timestamp()[1])
-
-
-def watermarks(consumer: Consumer, topic: str, partition: int, role: str) -> tuple[int, int]:
-    """The partition's start and last stable offset (read_committed ``consumer``); TaskFailure names it."""
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
-    except KafkaException as exc:
-        raise TaskFailure(f"cannot read the offsets of {topic}-{partition} on the {role}: {exc.args[0].str()}") from exc
-    return int(low), int(high)
