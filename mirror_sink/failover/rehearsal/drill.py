@@ -50,6 +50,7 @@ from mirror_sink.core.drills import drill_group, drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.failover.common.compacted_topic import create_compacted
 from mirror_sink.failover.common.groups import (
     ClusterUnreachable,
     commit_offsets,
@@ -61,7 +62,6 @@ from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reade
 from mirror_sink.failover.common.watermarks import read_watermarks
 from mirror_sink.failover.rehearsal.audit import report_sha256
 from mirror_sink.failover.rehearsal.verify import Record, Verifier, mirrored_partitions, read_range
-from mirror_sink.failover.switch.failover import create_compacted
 from mirror_sink.task.source_continuity import stored_at_cut
 
 SCHEMA = "mirror-sink.drill/1"

@@ -16,14 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
 from mirror_sink.core.offset_syncs import OffsetIndex
+from mirror_sink.failover.common.compacted_topic import create_compacted
 from mirror_sink.failover.common.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
 from mirror_sink.failover.common.groups import (
     IDLE_STATES,
@@ -257,13 +258,3 @@ def _cluster_id(admin: AdminClient) -> str | None:
         return str(admin.describe_cluster(request_timeout=10).result(10).cluster_id)
     except (KafkaException, TimeoutError):
         return None
-
-
-def create_compacted(admin: AdminClient, topic: str, replication_factor: int) -> None:
-    """Create ``topic`` on the target (one partition, compacted) unless it exists."""
-    future = admin.create_topics([NewTopic(topic, 1, replication_factor, config={"cleanup.policy": "compact"})])[topic]
-    try:
-        future.result(30)
-    except KafkaException as exc:
-        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise TaskFailure(f"cannot create {topic!r} on the target: {exc.args[0].str()}") from exc
