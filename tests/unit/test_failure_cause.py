@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 
-from api.status_page import failure_cause
+from api.routes.status_page import failure_cause
 from mirror_sink.core.errors import TaskFailure
 
 

@@ -1,5 +1,5 @@
-"""The worker's live status page (``/ui``): connectors, tasks and traces, DR readiness, lag per partition,
-throughput.
+"""``/ui``: the worker's live status page: connectors, tasks and traces, DR readiness, lag per partition,
+throughput. Kafka Connect has no such resource; it is not part of the OpenAPI document.
 
 One HTML page with its script inline, no front-end build step. It polls ``/ui/state`` every two
 seconds; the throughput chart is the difference of successive record counts, drawn as SVG.
@@ -11,7 +11,7 @@ import re
 import time
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from api.models import DrillSummary
@@ -144,14 +144,15 @@ setInterval(refresh, 2000);
 """
 
 
-def add_status_page(app: FastAPI, herder: Herder) -> None:
-    """Serve the page at ``/ui`` and its data at ``/ui/state`` (neither is part of Connect's API)."""
+def router(herder: Herder) -> APIRouter:
+    """The page at ``/ui`` and its data at ``/ui/state`` (neither is part of Connect's API)."""
+    routes = APIRouter()
 
-    @app.get("/ui", response_class=HTMLResponse, include_in_schema=False)
+    @routes.get("/ui", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
         return HTMLResponse(_PAGE)
 
-    @app.get("/ui/state", include_in_schema=False)
+    @routes.get("/ui/state", include_in_schema=False)
     def state() -> dict[str, Any]:
         connectors = []
         for name in herder.queries.names():
@@ -195,6 +196,8 @@ def add_status_page(app: FastAPI, herder: Herder) -> None:
                 }
             )
         return {"worker": herder.worker.worker_id, "time": time.time(), "connectors": connectors}
+
+    return routes
 
 
 #: How the page names each transaction protocol (a task running elsewhere shows nothing).
