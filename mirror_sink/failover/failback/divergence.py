@@ -14,7 +14,7 @@ never sent to the other cluster: ``.internal`` keeps the side topic out of every
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -24,6 +24,7 @@ from mirror_sink.core.deadline import Deadline
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.failover.common.failover_record import FailoverRecord
+from mirror_sink.failover.common.shadow_group import ShadowGroupOffsets
 
 #: How long reading one partition's diverged records may take before the report says so.
 _READ_TIMEOUT_S = 300.0
@@ -104,12 +105,12 @@ def find_and_keep(
     admin: AdminClient,
     *,
     keep: bool = True,
-    group_offsets: Mapping[str, Sequence[TopicPartition]] | None = None,
+    shadow_start: ShadowGroupOffsets | None = None,
     say: Callable[[str], None] = print,
 ) -> DivergenceReport:
     """Read the old primary's records past each cut of ``record``, count them, and (``keep``) copy
     them into their side topics (created here, partition for partition) in one transaction, with
-    ``group_offsets`` (group -> offsets on the old primary) committed in it: all or none, so a
+    ``shadow_start`` (a shadow group's offsets on the old primary) committed in it: all or none, so a
     failure leaves nothing to undo. A side partition that already holds records of this failover
     (an earlier failback kept them) is not copied again. Without ``keep`` only the report is made
     (a dry run)."""
@@ -156,27 +157,14 @@ def find_and_keep(
                 kept = "kept" if copy else "kept already (an earlier failback), not copied again"
                 say(f"{found.source}: {found.records} records past the cut at {found.cut}, {kept} in {side}")
         if producer is not None:
-            for group, offsets in (group_offsets or {}).items():
-                _send_offsets(producer, consumer_props, group, offsets)
+            if shadow_start is not None:
+                shadow_start.send_to_transaction(producer, consumer_props)
             producer.commit_transaction(60)
     except KafkaException as exc:
         raise TaskFailure(f"keeping the diverged records: {exc.args[0].str()}") from exc
     finally:
         consumer.close()
     return report
-
-
-def _send_offsets(
-    producer: Producer, consumer_props: Mapping[str, str], group: str, offsets: Sequence[TopicPartition]
-) -> None:
-    """Commit ``offsets`` to ``group`` inside the producer's open transaction. The metadata comes from
-    a consumer that never joins the group: generation -1, which the coordinator accepts for a group
-    with no members (the reverse link is not running: its group holds no offsets yet)."""
-    member = Consumer({**consumer_props, "group.id": group, "enable.auto.commit": False})
-    try:
-        producer.send_offsets_to_transaction(list(offsets), member.consumer_group_metadata(), 30)
-    finally:
-        member.close()
 
 
 def _holds_records(consumer: Consumer, tp: SourcePartition) -> bool:

@@ -30,15 +30,15 @@ from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
-from mirror_sink.failover.common.groups import IDLE_STATES, group_member, list_groups
+from mirror_sink.failover.common.groups import IDLE_STATES, list_groups
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, read_failovers
+from mirror_sink.failover.common.shadow_group import ShadowGroupOffsets
 from mirror_sink.failover.common.translation import Translation
 from mirror_sink.failover.common.watermarks import read_watermarks
 from mirror_sink.failover.failback.divergence import DivergenceReport, find_and_keep
 from mirror_sink.failover.failback.drift import TopicDrift, find_drift
 from mirror_sink.failover.failback.failback_link import (
     FailbackRefused,
-    ReverseStart,
     advanced_since,
     reverse_config,
     reverse_start,
@@ -46,7 +46,6 @@ from mirror_sink.failover.failback.failback_link import (
 from mirror_sink.failover.switch.failover import Failover
 from mirror_sink.failover.switch.failover_plan import FailoverPlan
 from mirror_sink.failover.switch.source_fence import lift
-from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
 
 
 @dataclass
@@ -58,7 +57,7 @@ class FailbackPlan:
     drift: TopicDrift
     reverse: dict[str, str]
     #: Where the reverse link starts: checked (every refusal) before anything is written.
-    start: ReverseStart
+    start: ShadowGroupOffsets
 
     def to_json(self, report: DivergenceReport | None = None) -> str:
         """The divergence report (``report``, once kept, else the plan's count) with the topic drift."""
@@ -233,24 +232,18 @@ class Failback:
             }
         finally:
             reader.close()
-        ids = source_topic_ids(clients.admin(cfg.source_admin(), self._client_id), sorted(set(homes.values())))
-        offsets = [
-            TopicPartition(*target, end, metadata=commit_metadata(ids.get(homes[target.topic])))
-            for target, end in sorted(ends.items())
-        ]
-        member = group_member(cfg.target_consumer(), cfg.shadow_group_id, self._client_id)
+        positions = [(target, homes[target.topic], end) for target, end in sorted(ends.items())]
+        resume = ShadowGroupOffsets.for_link(cfg, positions, self._client_id)
         try:
-            member.commit(offsets=offsets, asynchronous=False)
+            resume.commit(cfg.target_consumer(), self._client_id)
         except KafkaException as exc:
             raise FailbackRefused(
                 f"groups moved home, but the forward link's group {cfg.shadow_group_id} could not be set to the old "
                 f"primary's end ({exc.args[0].str()}): is the forward connector running? Stop it and finish again"
             ) from exc
-        finally:
-            member.close()
         self.say(
-            f"forward link {cfg.name} will go on from the old primary's end ({len(offsets)} partitions): what came "
-            "back and what diverged is never sent again"
+            f"forward link {cfg.name} will go on from the old primary's end ({len(resume.offsets)} partitions): "
+            "what came back and what diverged is never sent again"
         )
 
     def _record(self) -> FailoverRecord:
@@ -291,17 +284,18 @@ class Failback:
                     f"cluster {now}: not the clusters of that failover (nothing done)"
                 )
 
-    def _divergence(self, record: FailoverRecord, *, keep: bool, start: ReverseStart | None = None) -> DivergenceReport:
+    def _divergence(
+        self, record: FailoverRecord, *, keep: bool, start: ShadowGroupOffsets | None = None
+    ) -> DivergenceReport:
         cfg = self.forward
         old_primary = clients.admin(cfg.source_admin(), self._client_id)
-        offsets = {start.group: start.offsets} if start is not None else None
         return find_and_keep(
             record,
             cfg.source_consumer(),
             cfg.source_producer(),
             old_primary,
             keep=keep,
-            group_offsets=offsets,
+            shadow_start=start,
             say=self.say,
         )
 

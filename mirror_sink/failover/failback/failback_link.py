@@ -15,18 +15,14 @@ connector from B to A with two differences, both derived from the durable failov
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
-from confluent_kafka import TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.core.replication_policy import IdentityReplicationPolicy
 from mirror_sink.core.stable_offsets import read_stable_offsets
 from mirror_sink.failover.common.failover_record import FailoverRecord
 from mirror_sink.failover.common.groups import group_member
-from mirror_sink.task.source_continuity import commit_metadata, source_topic_ids
+from mirror_sink.failover.common.shadow_group import ShadowGroupOffsets
 
 _SOURCE, _TARGET = "source.cluster.", "target.cluster."
 #: Keys that name the forward link's own groups: the reverse link takes its defaults instead.
@@ -63,24 +59,13 @@ def reverse_config(forward: MirrorSinkConfig, record: FailoverRecord) -> dict[st
     }
 
 
-@dataclass(frozen=True)
-class ReverseStart:
-    """Where the reverse link's shadow group starts on the old primary: each home partition at the
-    new primary's end when the failover ran (the first offset written there after it), with the
-    topic's id on the new primary. Committed in the failback's one transaction on the old primary,
-    together with the diverged records (``mirror_sink.failover.failback.divergence``)."""
-
-    group: str
-    offsets: tuple[TopicPartition, ...]
-
-    @property
-    def starts(self) -> dict[TargetPartition, int]:
-        """Home partition -> the reverse link's first offset on the new primary."""
-        return {TargetPartition(tp.topic, tp.partition): tp.offset for tp in self.offsets}
-
-
-def reverse_start(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverRecord) -> ReverseStart:
+def reverse_start(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: FailoverRecord) -> ShadowGroupOffsets:
     """Check that the reverse link can start at the failover's cut, and where: it writes nothing.
+
+    Its shadow group on the old primary starts each home partition at the new primary's end when
+    the failover ran (the first offset written there after it), with the topic's id on the new
+    primary; the failback commits that in its one transaction on the old primary, together with the
+    diverged records (``mirror_sink.failover.failback.divergence``).
 
     FailbackRefused when the forward link mirrored more after the failover (the cut would leave
     records of the old primary to be sent back) or when the reverse link has run already (its group
@@ -110,13 +95,10 @@ def reverse_start(forward: MirrorSinkConfig, reverse: MirrorSinkConfig, record: 
             f"the reverse link's group {reverse.shadow_group_id} on the old primary holds offsets already: a "
             "reverse link ran or runs (delete the group to start it again from the failover's cut)"
         )
-    new_primary = clients.admin(reverse.source_admin(), client)  # kept alive while its futures run
-    ids = source_topic_ids(new_primary, sorted({c.target.topic for c in record.cuts}))
-    offsets = tuple(
-        TopicPartition(*home[cut.target], cut.target_end, metadata=commit_metadata(ids.get(cut.target.topic)))
-        for cut in sorted(record.cuts, key=lambda c: c.target)
-    )
-    return ReverseStart(reverse.shadow_group_id, offsets)
+    positions = [
+        (home[cut.target], cut.target.topic, cut.target_end) for cut in sorted(record.cuts, key=lambda c: c.target)
+    ]
+    return ShadowGroupOffsets.for_link(reverse, positions, client)
 
 
 def advanced_since(forward: MirrorSinkConfig, record: FailoverRecord, client: str) -> list[str]:
