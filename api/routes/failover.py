@@ -2,7 +2,7 @@
 consumer failover needs from a connector.
 
 No Kafka Connect resource has them: they serve over REST what MirrorMaker 2 leaves to its
-``MirrorClient`` (checkpoints, offset translation), and the DR drills and readiness score of this worker.
+``MirrorClient`` (checkpoints, offset translation), and each connector's DR drills and readiness score.
 """
 
 from __future__ import annotations
