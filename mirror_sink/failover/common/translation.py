@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from mirror_sink.core.checkpoints import Checkpoint
 from mirror_sink.core.offset_syncs import OffsetIndex
@@ -24,6 +25,16 @@ class Translation:
         """The MirrorMaker 2 checkpoint of an exact translation."""
         assert self.target_offset is not None
         return Checkpoint(self.group, self.target, self.source_offset, self.target_offset)
+
+
+class TranslationFallback(Protocol):
+    """A strategy for the positions the offset syncs and the checkpoints cannot translate: the
+    failover's planner asks it for each one still unknown (a failback's ``ThroughForwardLink``)."""
+
+    def translate(self, t: Translation, index: OffsetIndex) -> int | None:
+        """The target offset of ``t`` (its ``target_offset`` is None), with ``index`` the offset syncs
+        read; None when this strategy cannot tell either."""
+        ...
 
 
 def source_partitions(index: OffsetIndex) -> dict[tuple[str, int], TargetPartition]:

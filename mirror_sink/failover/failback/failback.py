@@ -65,6 +65,33 @@ class FailbackPlan:
         return json.dumps({**found, "drift": self.drift.to_dict()}, indent=2)
 
 
+class ThroughForwardLink:
+    """The failback's translation strategy for a group position the reverse link's offset syncs
+    cannot translate: one inside what the forward link mirrored (the group had not read all of it
+    when it moved home). Read backwards through the forward link's offset map, such a position is
+    its record's offset on the old primary; one at or past the failover's cut (``mirrored_to``: that
+    record never reached the new primary) goes to the first record that came back. None for a
+    partition the failover did not cut, or a position written on the new primary after the failover
+    (``target_end``), which the reverse link's own syncs translate."""
+
+    def __init__(self, cuts: Mapping[TargetPartition, PartitionCut], forward: OffsetIndex) -> None:
+        #: The failover's cut of each target partition on the new primary, and the forward link's syncs.
+        self._cuts = cuts
+        self._forward = forward
+
+    def translate(self, t: Translation, index: OffsetIndex) -> int | None:
+        """``t``'s offset on the old primary (``index``: the reverse link's syncs), or None."""
+        came_from = TargetPartition(t.source_topic, t.target.partition)
+        cut = self._cuts.get(came_from)
+        part = self._forward.partitions.get(came_from)
+        if cut is None or part is None or cut.mirrored_to is None or t.source_offset >= cut.target_end:
+            return None
+        home = part.source_of(t.source_offset)
+        if home is not None and home >= cut.mirrored_to:
+            return index.translate(t.target, cut.target_end)
+        return home
+
+
 class Failback:
     """Plans and starts the way back for one forward connector's config."""
 
@@ -126,21 +153,8 @@ class Failback:
         forward_index = self._forward_syncs()
         cuts = {cut.target: cut for cut in record.cuts}
         policy = reverse.replication_policy()
-
-        def below_cut(t: Translation, reverse_index: OffsetIndex) -> int | None:
-            # A position in what the forward link mirrored: its record's offset on the old primary,
-            # read backwards through the forward map; past the last one, the first record that came back.
-            came_from = TargetPartition(t.source_topic, t.target.partition)
-            cut = cuts.get(came_from)
-            part = forward_index.partitions.get(came_from)
-            if cut is None or part is None or cut.mirrored_to is None or t.source_offset >= cut.target_end:
-                return None
-            home = part.source_of(t.source_offset)
-            if home is not None and home >= cut.mirrored_to:
-                return reverse_index.translate(t.target, cut.target_end)
-            return home
-
-        failover = Failover(reverse, self.say, untranslated=below_cut, destination="the old primary")
+        through_forward = ThroughForwardLink(cuts, forward_index)
+        failover = Failover(reverse, self.say, untranslated=through_forward, destination="the old primary")
         plan = failover.plan(groups, wait_caught_up_s)
         homes = {
             cut.target.topic: policy.format_remote_topic(reverse.source_alias, cut.target.topic) for cut in record.cuts

@@ -23,7 +23,6 @@ from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
 from mirror_sink.core.errors import TaskFailure
 from mirror_sink.core.logs import context_logger
-from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.failover.common.compacted_topic import create_compacted
 from mirror_sink.failover.common.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
 from mirror_sink.failover.common.groups import (
@@ -34,7 +33,7 @@ from mirror_sink.failover.common.groups import (
     committed_offsets,
     list_groups,
 )
-from mirror_sink.failover.common.translation import Translation
+from mirror_sink.failover.common.translation import Translation, TranslationFallback
 from mirror_sink.failover.switch.failover_plan import (
     FailoverPlan,
     FailoverPlanner,
@@ -55,7 +54,7 @@ class Failover:
         config: MirrorSinkConfig,
         say: Callable[[str], None] = print,
         *,
-        untranslated: Callable[[Translation, OffsetIndex], int | None] | None = None,
+        untranslated: TranslationFallback | None = None,
         destination: str = "the target",
     ) -> None:
         self.config = config

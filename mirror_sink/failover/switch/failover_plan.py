@@ -29,7 +29,7 @@ from mirror_sink.core.offset_syncs import OffsetIndex
 from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.failover.common.groups import ClusterUnreachable, committed_offsets, list_groups
 from mirror_sink.failover.common.readers import OffsetSyncReader, read_checkpoints, read_group_cuts
-from mirror_sink.failover.common.translation import Translation
+from mirror_sink.failover.common.translation import Translation, TranslationFallback
 from mirror_sink.topics.source_discovery import SourceDiscovery
 
 _SOURCE_PROBE_S = 10.0
@@ -88,7 +88,7 @@ class FailoverPlanner:
         config: MirrorSinkConfig,
         say: Callable[[str], None] = print,
         *,
-        untranslated: Callable[[Translation, OffsetIndex], int | None] | None = None,
+        untranslated: TranslationFallback | None = None,
     ) -> None:
         self.config = config
         self.say = say
@@ -157,9 +157,9 @@ class FailoverPlanner:
                 translations.append(Translation(group, topic, target, offset, index.translate(target, offset)))
         translations = self._fill_from_checkpoints(translations)
         if self._untranslated is not None:
-            answer = self._untranslated
+            fallback = self._untranslated
             translations = [
-                t if t.target_offset is not None else dataclasses.replace(t, target_offset=answer(t, index))
+                t if t.target_offset is not None else dataclasses.replace(t, target_offset=fallback.translate(t, index))
                 for t in translations
             ]
         missing = [t for t in translations if t.target_offset is None]
