@@ -69,8 +69,8 @@ class ThroughForwardLink:
     """The failback's translation strategy for a group position the reverse link's offset syncs
     cannot translate: one inside what the forward link mirrored (the group had not read all of it
     when it moved home). Read backwards through the forward link's offset map, such a position is
-    its record's offset on the old primary; one at or past the failover's cut (``mirrored_to``: that
-    record never reached the new primary) goes to the first record that came back. None for a
+    its record's offset on the old primary; one past the last record mirrored (at or past the
+    failover's cut, ``mirrored_to``) goes to the first record that came back. None for a
     partition the failover did not cut, or a position written on the new primary after the failover
     (``target_end``), which the reverse link's own syncs translate."""
 
