@@ -57,7 +57,7 @@ class MirrorSinkConnector:
             cfg.shadow_group_id,
             f"{cfg.name}-connector" if cfg.transaction_producer else None,
         )
-        # The tasks hold back each partition until its own leader serves it: no wait for them all here.
+        # The tasks hold back each partition until its own leader serves it: a short wait for them all here.
         self._provisioner = TopicProvisioner(cfg, source_admin, target_admin, tasks_wait_for_leaders=True)
         self._acl_sync = TopicAclSync(cfg, source_admin, target_admin, self.log)
         self._provisioner.create_internal_topics()

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import Producer
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPythonPartition
+from kafka import errors as kerr
 
 from mirror_sink.core import clients
 from mirror_sink.core.logs import Log
@@ -83,6 +84,16 @@ class TakeoverFence:
         started = time.monotonic()
         try:
             holders = self._open_transaction_holders(wanted)
+        except (kerr.NotLeaderForPartitionError, kerr.LeaderNotAvailableError) as exc:
+            # Target partitions whose leaders do not serve them yet: new ones, created a moment ago
+            # (the task holds them back until they are served), where nothing can be open.
+            self.log.info(
+                "did not look for transactions left open on the %d partitions taken over: some have no serving "
+                "leader yet (%s); any transaction open there is aborted by transaction.timeout.ms",
+                len(wanted),
+                exc,
+            )
+            return []
         except Exception as exc:  # best effort: the transaction timeout still ends them
             self.log.warning(
                 "cannot look for transactions left open on the %d partitions taken over (%s); any such "

@@ -4,9 +4,10 @@ A target partition exists before its leader serves it. A transactional Produce t
 window is refused (NOT_LEADER_OR_FOLLOWER), its cycle aborted, and the abort's markers wait on the
 same partitions. The connector used to wait, after creating topics, until every new partition was
 served; at 10,000 partitions that was its 30 s limit, spent before any task began, while the broker
-brought the logs up in its own order. Now the tasks start at once, and each source partition is
-copied as soon as its own target partition is served: the others are held (``DataPath.hold_at``
-at their committed offsets, so nothing of them is taken) until a check says so.
+brought the logs up in its own order. Now it waits at most 5 s (``TopicProvisioner``), the tasks
+start, and each source partition is copied as soon as its own target partition is served: the
+others are held (``DataPath.hold_at`` at their committed offsets, so nothing of them is taken)
+until a check says so.
 
 A check is a Metadata request for the waiting partitions' topics, then a ListOffsets of those it
 shows led (``mirror_sink.topics.leader_wait`` says why both). Nothing here blocks the task: the
@@ -30,7 +31,7 @@ from mirror_sink.core.partitions import TargetPartition
 from mirror_sink.topics.leader_wait import leader_ids, split_by_leader
 
 #: Pause between two checks of partitions still waiting.
-_RECHECK_S = 0.05
+_RECHECK_S = 0.25
 #: How long one check's requests may take before they count as unanswered.
 _REQUEST_TIMEOUT_S = 3.0
 

@@ -6,6 +6,7 @@ partition answers a ListOffsets, so the first transaction of a task is not refus
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 
@@ -45,10 +46,12 @@ def split_by_leader(
 class LeaderWait:
     """Waits, up to ``timeout_s``, until the leader of every new partition serves it."""
 
-    def __init__(self, target_admin: AdminClient, timeout_s: float, log: Log) -> None:
+    def __init__(self, target_admin: AdminClient, timeout_s: float, log: Log, *, tasks_hold_back: bool = False) -> None:
         self._admin = target_admin
         self._timeout_s = timeout_s
         self._log = log  # the provisioner's logger: its lines keep their name
+        #: Whether the tasks hold back what is still not served at the limit (then it is no warning).
+        self._tasks_hold_back = tasks_hold_back
 
     def wait(self, partitions: dict[str, range]) -> None:
         """Wait until the leader of every new partition serves it (ListOffsets answers).
@@ -96,14 +99,17 @@ class LeaderWait:
                 return
             now = time.monotonic()
             if deadline.passed:
-                self._log.warning(
-                    "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s (last answer: %s); "
-                    "mirroring anyway",
+                self._log.log(
+                    logging.INFO if self._tasks_hold_back else logging.WARNING,
+                    "%d new target partitions (e.g. %s-%d) have no serving leader after %.0f s (last answer: %s); %s",
                     len(still),
                     still[0].topic,
                     still[0].partition,
                     self._timeout_s,
                     last_error,
+                    "the tasks start, each holding back its partitions until their own leaders serve them"
+                    if self._tasks_hold_back
+                    else "mirroring anyway",
                 )
                 return
             if now > next_progress:

@@ -62,6 +62,10 @@ _TOPIC_RESOURCE = ConfigResource.Type.TOPIC
 #: operation"), and a topic's partitions are a record each.
 _PARTITIONS_PER_REQUEST = 5000
 
+#: How long the connector waits for new target partitions' leaders when its tasks hold back, each
+#: partition by partition, what is still not served after it.
+_HANDOVER_S = 5.0
+
 _T = TypeVar("_T")
 
 
@@ -90,10 +94,13 @@ class TopicProvisioner:
     """Reconciles the target topics of the source topics ``SourceDiscovery`` finds: creates them, adds
     partitions, syncs their configs, and creates the connector's internal topics.
 
-    New partitions' leaders are waited for (``LeaderWait``) unless ``tasks_wait_for_leaders``: the
-    worker's tasks hold back each partition until its own leader serves it
-    (``mirror_sink.task.target_leaders``), so the connector returns as soon as the topics exist.
-    Internal topics are always waited for: tasks write to them from their first transaction."""
+    New partitions' leaders are waited for (``LeaderWait``), up to the discovery timeout (30 s); with
+    ``tasks_wait_for_leaders``, only up to ``_HANDOVER_S``: the worker's tasks hold back each
+    partition still not served until its own leader serves it (``mirror_sink.task.target_leaders``).
+    A short wait keeps the common case whole (1,000 new partitions were served within 4 s, and one
+    transaction then copied them all), while 10,000 new partitions no longer hold every task back
+    for the full 30 s. Internal topics are always waited for in full: tasks write to them from their
+    first transaction."""
 
     def __init__(
         self,
@@ -104,12 +111,16 @@ class TopicProvisioner:
         tasks_wait_for_leaders: bool = False,
     ) -> None:
         self.config = config
-        self._tasks_wait_for_leaders = tasks_wait_for_leaders
         self.source_admin = source_admin
         self.target_admin = target_admin
         self.discovery = SourceDiscovery(config, source_admin)
         self.timeout_s = self.discovery.timeout_s
         self._leaders = LeaderWait(target_admin, self.timeout_s, log)
+        self._target_leaders = (
+            LeaderWait(target_admin, _HANDOVER_S, log, tasks_hold_back=True)
+            if tasks_wait_for_leaders
+            else self._leaders
+        )
         self._checked: set[str] = set()
         #: Raw mode re-encodes a batch larger than its target topic's max.message.bytes: the mappings
         #: then carry it, read here with the admin client that provisions the topics.
@@ -260,7 +271,7 @@ class TopicProvisioner:
             topic = cfg.group_cuts_partition.topic
             new.append(NewTopic(topic, 1, cfg.offset_syncs_replication_factor, config=compact))
         if new:
-            self._create_topics(new, "internal topic", wait=True)
+            self._create_topics(new, "internal topic", self._leaders)
 
     def _create(self, missing: list[TopicMapping], configs: dict[str, dict[str, str]]) -> None:
         new = [
@@ -272,9 +283,9 @@ class TopicProvisioner:
             )
             for m in missing
         ]
-        self._create_topics(new, "target topic", wait=not self._tasks_wait_for_leaders)
+        self._create_topics(new, "target topic", self._target_leaders)
 
-    def _create_topics(self, new: list[NewTopic], kind: str, *, wait: bool) -> None:
+    def _create_topics(self, new: list[NewTopic], kind: str, leaders: LeaderWait) -> None:
         created: dict[str, range] = {}
         sizes = {t.topic: t.num_partitions for t in new}
         futures = {}
@@ -290,8 +301,7 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "CREATE", [topic]) or TaskFailure(
                         f"cannot create {kind} {topic!r}: {exc.args[0].str()}"
                     ) from exc
-        if wait:
-            self._leaders.wait(created)
+        leaders.wait(created)
 
     def _grow(self, short: list[TopicMapping], existing: dict[str, int]) -> None:
         futures = {}
@@ -307,8 +317,7 @@ class TopicProvisioner:
                     raise self._denied(exc, "target", "ALTER", [topic]) or TaskFailure(
                         f"cannot add partitions to target topic {topic!r}: {exc.args[0].str()}"
                     ) from exc
-        if not self._tasks_wait_for_leaders:
-            self._leaders.wait({m.target_topic: range(existing[m.target_topic], m.source_partitions) for m in short})
+        self._target_leaders.wait({m.target_topic: range(existing[m.target_topic], m.source_partitions) for m in short})
 
     def _sync_configs(
         self, present: list[TopicMapping], configs: dict[str, dict[str, str]], current: dict[str, dict[str, str]]
