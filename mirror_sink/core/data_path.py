@@ -9,7 +9,7 @@ the source's record batches byte for byte (KIP-712).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from confluent_kafka import Consumer, TopicPartition
@@ -99,6 +99,23 @@ class FetchSessionCounts:
     resets: Mapping[str, int]
     sessions: int
     partitions: int
+
+
+@dataclass(frozen=True)
+class PathStatistics:
+    """What a data path has counted, as one value for metrics and the cycle's pacing. Record mode
+    leaves raw mode's parts empty: librdkafka keeps its own queues, retries and fetches out of sight."""
+
+    #: Raw mode: batches forwarded as they are and re-encoded (by reason), since the start.
+    batches: Mapping[str, int] = field(default_factory=dict)
+    #: Raw mode: the memory budget's bytes in use, its limit and its peak.
+    memory: Mapping[str, int] = field(default_factory=dict)
+    #: How long the latest transaction waited for the previous one's markers to be written to every
+    #: partition it touched (raw mode; 0 in record mode, where librdkafka hides the wait).
+    marker_wait_s: float = 0.0
+    #: Raw mode: its Fetches and fetch sessions (KIP-227); None in record mode (librdkafka sends a
+    #: full Fetch every time).
+    fetch_sessions: FetchSessionCounts | None = None
 
 
 @dataclass(frozen=True)
@@ -193,11 +210,8 @@ class DataPath(Protocol):
     def take_stats(self) -> dict[TargetPartition, CycleStats]:
         """Records, bytes and timestamps per target partition since the last call (for metrics)."""
 
-    def batch_counts(self) -> dict[str, int]:
-        """Raw mode: batches forwarded and re-encoded (by reason) since the start; empty in record mode."""
-
-    def memory(self) -> dict[str, int]:
-        """Raw mode: the memory budget's in_use, limit and peak bytes; empty in record mode."""
+    def statistics(self) -> PathStatistics:
+        """What the path has counted so far: batches, memory, the latest wait for markers, Fetches."""
 
     #: True when a partition's position can move with nothing copied (record mode: librdkafka steps
     #: over transaction markers): an idle task then still commits on its interval to save it.
@@ -206,14 +220,6 @@ class DataPath(Protocol):
     def transaction_version(self) -> int:
         """The transaction protocol its producer speaks: 2 (KIP-890 part 2: a new epoch per
         transaction, partitions added by the brokers), 1, or 0 without transactions (at least once)."""
-
-    def marker_wait_s(self) -> float:
-        """How long the latest transaction waited for the previous one's markers to be written to
-        every partition it touched (raw mode; 0 in record mode, where librdkafka hides the wait)."""
-
-    def fetch_sessions(self) -> FetchSessionCounts | None:
-        """Raw mode: its Fetches and fetch sessions (KIP-227); None in record mode (librdkafka
-        sends a full Fetch every time)."""
 
     def describe(self) -> str:
         """The mode and its own counters, for progress logs."""

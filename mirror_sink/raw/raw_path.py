@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from mirror_sink.core.data_path import Copied, FetchSessionCounts, PathSettings
+from mirror_sink.core.data_path import Copied, FetchSessionCounts, PathSettings, PathStatistics
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
 from mirror_sink.core.partitions import SourcePartition, TargetPartition
@@ -222,10 +222,6 @@ class RawPath:
         """Per target partition: batches' records, bytes and timestamps since the last call."""
         return self.forwarder.take_stats()
 
-    def batch_counts(self) -> dict[str, int]:
-        """Batches forwarded as they are, and re-encoded by reason, since the start."""
-        return self.forwarder.batch_counts()
-
     #: Every position move (past control batches and aborted ranges too) is a taken item, which opens the cycle.
     positions_move_unseen = False
 
@@ -233,21 +229,20 @@ class RawPath:
         """2 on a target with transactions version 2 finalized, else 1; 0 without transactions."""
         return self.transactions.version if self.transactions.transactional else 0
 
-    def marker_wait_s(self) -> float:
-        """The latest transaction's wait for the previous one's markers: its first AddPartitionsToTxn
-        (version 1), or its first batches' refusals (version 2)."""
-        return self.transactions.marker_wait_s
-
-    def fetch_sessions(self) -> FetchSessionCounts:
-        """The fetcher's Fetches by kind, session resets by reason, and the sessions it holds."""
+    def statistics(self) -> PathStatistics:
+        """Batches forwarded as they are and re-encoded by reason; the memory budget (in use, limit,
+        peak); the latest transaction's wait for the previous one's markers (its first
+        AddPartitionsToTxn in version 1, its first batches' refusals in version 2); the fetcher's
+        Fetches by kind, session resets by reason, and the sessions it holds."""
         held = self.fetcher.session_counts()
-        return FetchSessionCounts(
-            dict(self.fetcher.requests), dict(self.fetcher.resets), held["sessions"], held["partitions"]
+        return PathStatistics(
+            batches=self.forwarder.batch_counts(),
+            memory={"in_use": self.budget.used, "limit": self.budget.limit, "peak": self.budget.peak},
+            marker_wait_s=self.transactions.marker_wait_s,
+            fetch_sessions=FetchSessionCounts(
+                dict(self.fetcher.requests), dict(self.fetcher.resets), held["sessions"], held["partitions"]
+            ),
         )
-
-    def memory(self) -> dict[str, int]:
-        """The memory budget: bytes in use, the limit, the peak."""
-        return {"in_use": self.budget.used, "limit": self.budget.limit, "peak": self.budget.peak}
 
     def describe(self) -> str:
         """Batch counts for progress logs."""

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from mirror_sink.core import clients
 from mirror_sink.core.authorization import ClientIdentity
-from mirror_sink.core.data_path import Committer, Copied, PathSettings
+from mirror_sink.core.data_path import Committer, Copied, PathSettings, PathStatistics
 from mirror_sink.core.errors import Retriable, SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.logs import Log
 from mirror_sink.core.metrics import CycleStats
@@ -307,10 +307,6 @@ class RecordPath:
         self.copier.stats = {}
         return stats
 
-    def batch_counts(self) -> dict[str, int]:
-        """Raw mode's counters: none here."""
-        return {}
-
     #: librdkafka's position steps over transaction markers without returning a message.
     positions_move_unseen = True
 
@@ -318,17 +314,10 @@ class RecordPath:
         """1 (librdkafka has no client side of KIP-890 part 2 yet); 0 without transactions."""
         return 1 if self.transactional else 0
 
-    def marker_wait_s(self) -> float:
-        """0: librdkafka retries AddPartitionsToTxn inside its produce path, out of sight."""
-        return 0.0
-
-    def fetch_sessions(self) -> None:
-        """None: librdkafka has no fetch sessions (it sends every partition in every Fetch)."""
-        return None
-
-    def memory(self) -> dict[str, int]:
-        """Raw mode's budget: librdkafka keeps its own queues here."""
-        return {}
+    def statistics(self) -> PathStatistics:
+        """Nothing of raw mode's: librdkafka retries AddPartitionsToTxn inside its produce path, keeps
+        its own queues, and has no fetch sessions (it sends every partition in every Fetch)."""
+        return PathStatistics()
 
     def describe(self) -> str:
         """For progress logs."""

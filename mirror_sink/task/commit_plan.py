@@ -28,31 +28,32 @@ class CommitPlan:
         The source position is past every record returned and also past control records and
         aborted batches, so committing it lets the shadow group reach the source's end offsets exactly.
         """
-        own = self.ownership
-        positions = self.run.path.positions({tp: own.committed[tp] for tp in own.reading})
+        own, state = self.ownership, self.ownership.state
+        positions = self.run.path.positions(state.rewind_points(own.reading))
         return {
             tp: position
             for tp, position in positions.items()
-            if position > own.committed[tp] or tp in own.unsaved_start or tp in own.unrecorded
+            if position > state.committed[tp] or state.unsaved(tp) or tp in state.unrecorded
         }
 
     def span(self, source: SourcePartition, offset: int) -> SyncSpan:
         """What the cycle consumed of ``source``: from the committed offset, or from the start of a
         range skipped on the way (the span then opens with the gap), opening a new incarnation of
         the source topic when it was created again."""
-        own = self.ownership
-        gap = own.unrecorded.skipped.get(source)
-        event = own.unrecorded.recreated.get(source)
+        own, unrecorded = self.ownership, self.ownership.state.unrecorded
+        gap = unrecorded.skipped.get(source)
+        event = unrecorded.recreated.get(source)
         new_id = None if event is None else event.new_topic_id
         if gap is None:
-            return SyncSpan(own.reading[source], source.topic, own.committed[source], offset, None, new_id)
+            return SyncSpan(own.reading[source], source.topic, own.state.committed[source], offset, None, new_id)
         return SyncSpan(own.reading[source], source.topic, gap.first_missing, offset, gap.first_present, new_id)
 
     def audit(self) -> list[AuditRecord]:
         """One audit record per recreation the commit continues and per range it steps over."""
         own, cfg = self.ownership, self.run.config
         where = cfg.gaps_partition
-        events: list[Recreation | SkippedRange] = [*own.unrecorded.recreated.values(), *own.unrecorded.skipped.values()]
+        unrecorded = own.state.unrecorded
+        events: list[Recreation | SkippedRange] = [*unrecorded.recreated.values(), *unrecorded.skipped.values()]
         if not events:
             return []
         if where is None:

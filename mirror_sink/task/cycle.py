@@ -166,7 +166,7 @@ class Cycle:
                 continue
             if self.leaders.poll():
                 self._hold()
-            if own.unsaved_start or own.unrecorded:
+            if own.state.to_save:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
                 self._next_commit_at = 0.0
             copied = self._copy(self._wait_s(now))
@@ -249,7 +249,7 @@ class Cycle:
             if adaptive:
                 next_interval_s = commit_interval_s(
                     interval_s,
-                    self.path.marker_wait_s(),
+                    self.path.statistics().marker_wait_s,
                     self.run.config.transaction_timeout_ms / 1000,
                     backlog=not self.path.caught_up(),
                 )
@@ -280,7 +280,7 @@ class Cycle:
         if frozenset(own.reading) == self._cut_reading:
             return
         self._cut_reading = frozenset(own.reading)
-        self.cuts.reset({tp: own.committed[tp] for tp in own.reading})
+        self.cuts.reset(own.state.rewind_points(own.reading))
         self._hold()
 
     def _serve_leaders(self) -> None:
@@ -302,14 +302,14 @@ class Cycle:
         limits = dict(self.cuts.limits) if self.cuts is not None else {}
         waiting = self.leaders.waiting
         if waiting:
-            limits.update({tp: own.committed[tp] for tp, target in own.reading.items() if target in waiting})
+            limits.update(own.state.rewind_points(tp for tp, target in own.reading.items() if target in waiting))
         if limits or self._held_for_leaders or self.cuts is not None:
             self.path.hold_at(limits)
         self._held_for_leaders = bool(waiting)
 
     def _positions(self) -> dict[SourcePartition, int]:
         own = self.ownership
-        return self.path.positions({tp: own.committed[tp] for tp in own.reading})
+        return self.path.positions(own.state.rewind_points(own.reading))
 
     def _caught_up(self, positions: Mapping[SourcePartition, int]) -> bool:
         """Nothing more to copy now: the path has caught up with the source, or (keeping source
@@ -383,7 +383,7 @@ class Cycle:
         """Whether the next commit has anything to do: an open cycle, or starts, skipped ranges or
         recreations to save."""
         own = self.ownership
-        return self.committer.open or bool(own.unsaved_start or own.unrecorded)
+        return self.committer.open or own.state.to_save
 
     def _copy(self, wait_s: float) -> Copied | None:
         """Move what the source has into the cycle, begun here if it is not yet; None when the cycle
@@ -416,8 +416,7 @@ class Cycle:
                 return
         # The epoch of the last record before each new offset: this cycle's, or the one committed
         # when the offset did not move (an older epoch beside a newer offset would read as a divergence).
-        epochs = {tp: e for tp, e in own.leader_epochs.items() if offsets.get(tp) == own.committed.get(tp)}
-        epochs.update(self.path.leader_epochs())
+        epochs = own.state.epochs_for(offsets, self.path.leader_epochs())
         # At the current cut (or nothing of a source transaction since the last one, so the positions
         # are a cut themselves): the offsets say so, for drills and audits. A split commit does not.
         reached = self.cuts is not None and self.cuts.reached(self._positions())
@@ -442,24 +441,21 @@ class Cycle:
         self._group_cuts_written.update({key: offset for key, offset, _ in group_cuts})
         if self.cuts is not None and group_cuts:
             self.cuts.groups_at_cut = None  # written: the next cut brings its own
-        own.committed.update(offsets)
-        own.leader_epochs.update({source: epochs[source] for source in offsets if source in epochs})
-        own.unsaved_start.clear()
-        for gap in own.unrecorded.skipped.values():
+        recorded = own.state.applied(offsets, epochs)
+        for gap in recorded.skipped:
             self.log.warning(
                 "recorded skipped range %s in %s and the offset syncs (offset.gap.policy=skip)",
                 gap.describe(),
                 self.run.config.gaps_partition,
             )
             self.metrics.skipped(gap)
-        for event in own.unrecorded.recreated.values():
+        for event in recorded.recreated:
             self.log.warning(
                 "recorded the recreation of %s in %s and the offset syncs (topic.recreation.policy=continue)",
                 event.describe(),
                 self.run.config.gaps_partition,
             )
             self.metrics.recreated(event)
-        own.unrecorded.clear()
         self.path.forget_transactional()
         self.metrics.committed(self.path)
         self._aborting_since = None
@@ -490,7 +486,7 @@ class Cycle:
         self._cycle_bytes = 0
         own = self.ownership
         self.path.forget_transactional()
-        self.path.rewind({tp: own.committed[tp] for tp in own.reading}, own.leader_epochs)
+        self.path.rewind(own.state.rewind_points(own.reading), own.state.leader_epochs)
         # Aborts from rebalances or broker bounces clear up; ones that last longer than twice the
         # transaction timeout will not.
         give_up_s = 2 * self.run.config.transaction_timeout_ms / 1000
@@ -503,7 +499,7 @@ class Cycle:
         own = self.ownership
         if not own.reading or not self.run.config.source_group_commit_interval_ms:
             return
-        self._source_group.commit(own.reading, own.committed)
+        self._source_group.commit(own.reading, own.state.committed)
 
     def log_progress(self) -> None:
         """One line of what the task has done, for operators."""

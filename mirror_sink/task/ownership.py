@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable, Mapping
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from mirror_sink.core.authorization import AuthorizationFailure, principal_of
+from mirror_sink.core.commit_metadata import commit_metadata
 from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
 from mirror_sink.core.group_metadata import GroupMetadata
 from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
-from mirror_sink.task.source_continuity import Crossings, StoredOffset, Unrecorded, commit_metadata
+from mirror_sink.task.commit_state import CommitState
+from mirror_sink.task.source_continuity import Crossings, StoredOffset
 from mirror_sink.task.start_offsets import StartOffsetResolver
 from mirror_sink.task.takeover_fence import TakeoverFence
 from mirror_sink.task.task_run import TaskRun
@@ -42,16 +44,10 @@ class Ownership:
         self.reading: dict[SourcePartition, TargetPartition] = {}
         #: Assignments and revocations served so far (for metrics).
         self.rebalances = 0
-        #: The next source offset the shadow group holds for each partition read: the rewind point.
-        self.committed: dict[SourcePartition, int] = {}
-        #: Start offsets chosen by the fallback that no commit has saved yet.
-        self.unsaved_start: set[SourcePartition] = set()
-        #: Ranges stepped over (``offset.gap.policy=skip``) and recreated topics continued from their
-        #: new start (``topic.recreation.policy=continue``) that no commit has recorded yet.
-        self.unrecorded = Unrecorded(run.log)
-        #: The source leader epoch of the record before each committed offset, where known: committed
-        #: beside it, and sent with the first fetch after a start or rewind (KIP-320).
-        self.leader_epochs: dict[SourcePartition, int] = {}
+        #: The committed offsets and leader epochs of the partitions read, the starts no commit has
+        #: saved and the crossings none has recorded: changed here as partitions come and go, and by
+        #: the cycle's commits.
+        self.state = CommitState(run.log)
         #: The id of each source topic read, as it was when its partitions were assigned: committed
         #: beside every offset, so a topic created again under the same name is known by its new id.
         self.topic_ids: dict[str, str] = {}
@@ -183,7 +179,8 @@ class Ownership:
         Their partitions' committed offsets move to where they go on (where the rewind after the
         aborted cycle reads from), and the next commit records them.
         """
-        stored = {tp: StoredOffset(offset, self.topic_ids.get(tp.topic)) for tp, offset in self.committed.items()}
+        committed = self.state.committed.items()
+        stored = {tp: StoredOffset(offset, self.topic_ids.get(tp.topic)) for tp, offset in committed}
         crossings = self.resolver.check(stored)
         if not crossings:
             raise exc
@@ -207,7 +204,7 @@ class Ownership:
             return Crossings([], [])
         stored = {
             tp: StoredOffset(offset, self.topic_ids.get(tp.topic))
-            for tp, offset in self.committed.items()
+            for tp, offset in self.state.committed.items()
             if tp.topic in changed
         }
         crossings = self.resolver.check(stored, now)
@@ -223,18 +220,15 @@ class Ownership:
             self.topic_ids[tp.topic] = event.new_topic_id
             self.run.path.unassign([tp])
             self.run.path.assign({tp: start}, {tp: self.reading[tp]}, {tp.topic: event.new_topic_id})
-            self.committed[tp] = start
-            self.leader_epochs.pop(tp, None)
-            self._continue(event)
+            self._continue(event, start)
         self._skip(crossings.skipped)
 
-    def _continue(self, event: Recreation) -> None:
-        self.unrecorded.recreation(event, self.reading.get(event.source, "its target partition"))
+    def _continue(self, event: Recreation, start: int | None = None) -> None:
+        self.state.continue_recreated(event, self.reading.get(event.source, "its target partition"), start)
 
     def _skip(self, ranges: list[SkippedRange]) -> None:
         for gap in ranges:
-            self.committed[gap.source] = self.unrecorded.skip(gap).first_present
-            self.leader_epochs.pop(gap.source, None)
+            self.state.skip(gap)
 
     # -- what to read, and from where -----------------------------------------------------------
     def _sync_reading(self) -> None:
@@ -249,10 +243,7 @@ class Ownership:
             self.run.path.unassign(removed)
             for tp in removed:
                 del self.reading[tp]
-                self.committed.pop(tp, None)
-                self.leader_epochs.pop(tp, None)
-                self.unsaved_start.discard(tp)
-                self.unrecorded.forget(tp)
+            self.state.forget(removed)
         added = {source: target for source, target in desired.items() if source not in self.reading}
         if not added:
             return
@@ -260,13 +251,10 @@ class Ownership:
         self.topic_ids.update(starts.topic_ids)
         self.run.path.assign(starts.offsets, added, starts.topic_ids, starts.leader_epochs)
         self.reading.update(added)
-        self.committed.update(starts.offsets)
-        self.leader_epochs.update(starts.leader_epochs)
+        self.state.started(starts.offsets, starts.leader_epochs, starts.unsaved)
         for event in starts.recreated.values():
             self._continue(event)
         self._skip(list(starts.skipped.values()))
-        # Saved by the next commit, so a restart cannot resolve "latest" again.
-        self.unsaved_start |= starts.unsaved
         known = ", ".join(f"{tp} {epoch}" for tp, epoch in sorted(starts.leader_epochs.items()))
         epochs = f" (source leader epochs: {known})" if known else ""
         self.log.info("reading %d source partitions from %s%s", len(added), fmt_offsets(starts.offsets), epochs)

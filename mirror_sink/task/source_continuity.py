@@ -27,78 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicCollection, Uuid
-from confluent_kafka.admin import AdminClient
-
 from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.logs import Log
 from mirror_sink.core.partitions import SourcePartition
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
-
-_TOPIC_ID = "source-topic-id"
-_LEADER_EPOCH = "source-leader-epoch"
-_TRANSACTIONS = "source-transactions"
-_WHOLE = "whole"
-
-
-def commit_metadata(topic_id: str | None, leader_epoch: int | None = None, *, at_cut: bool = False) -> str:
-    """The metadata committed beside a shadow offset: ``source-leader-epoch=E;source-topic-id=ID``,
-    led by ``source-transactions=whole;`` when the offset was committed at a cut of the source's
-    transactions (``source.transactions.whole``: no source transaction is in the copy in part).
-
-    The topic id never comes first: readers from before the leader epoch took everything after a
-    leading ``source-topic-id=`` as the id, and now read no id at all rather than a wrong one. ""
-    when nothing is known.
-    """
-    fields = []
-    if at_cut:
-        fields.append(f"{_TRANSACTIONS}={_WHOLE}")
-    if leader_epoch is not None and leader_epoch >= 0:
-        fields.append(f"{_LEADER_EPOCH}={leader_epoch}")
-    if topic_id:
-        fields.append(f"{_TOPIC_ID}={topic_id}")
-    return ";".join(fields)
-
-
-def _fields(metadata: str) -> dict[str, str]:
-    pairs = (field.partition("=") for field in metadata.rstrip("\0").split(";"))
-    return {key: value for key, eq, value in pairs if eq and value}
-
-
-def stored_topic_id(metadata: str) -> str | None:
-    """The source topic id a shadow offset was committed for (None: committed without one)."""
-    return _fields(metadata).get(_TOPIC_ID)
-
-
-def stored_at_cut(metadata: str) -> bool:
-    """Whether a shadow offset was committed at a cut of the source's transactions."""
-    return _fields(metadata).get(_TRANSACTIONS) == _WHOLE
-
-
-def stored_leader_epoch(metadata: str) -> int | None:
-    """The source leader epoch of the record before a shadow offset (None: committed without one)."""
-    epoch = _fields(metadata).get(_LEADER_EPOCH, "")
-    return int(epoch) if epoch.isdigit() else None
-
-
-def kafka_uuid(uuid: Uuid) -> str:
-    """A topic id as Kafka prints it (``kafka-topics --describe``): URL-safe base64, no padding."""
-    return str(uuid).rstrip("=").replace("+", "-").replace("/", "_")
-
-
-def source_topic_ids(admin: AdminClient, topics: list[str], timeout_s: float = 30.0) -> dict[str, str]:
-    """The current topic id of each of ``topics`` that exists on the source (Kafka's base64 form)."""
-    if not topics:
-        return {}
-    ids: dict[str, str] = {}
-    for topic, future in admin.describe_topics(TopicCollection(sorted(set(topics)))).items():
-        try:
-            ids[topic] = kafka_uuid(future.result(timeout_s).topic_id)
-        except (KafkaException, TimeoutError):
-            # Gone for now (deleted, not visible), or no answer in time (a source broker restarting,
-            # seen in the chaos test): nothing to compare, which proves nothing either way.
-            continue
-    return ids
 
 
 @dataclass(frozen=True)
@@ -139,57 +70,6 @@ class Crossings:
             [f"skipping {gap.describe()}" for gap in self.skipped]
             + [f"continuing the new topic of {event.describe()} from offset 0" for event in self.recreated]
         )
-
-
-class Unrecorded:
-    """The crossings no commit has recorded yet, per source partition: the next commit records each
-    with the offset that moves past it, or none of them (an audit record and a marker in the offset
-    syncs, in the same transaction)."""
-
-    def __init__(self, log: Log) -> None:
-        self.log = log
-        self.skipped: dict[SourcePartition, SkippedRange] = {}
-        self.recreated: dict[SourcePartition, Recreation] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self.skipped or self.recreated)
-
-    def __contains__(self, tp: object) -> bool:
-        return tp in self.skipped or tp in self.recreated
-
-    def skip(self, gap: SkippedRange) -> SkippedRange:
-        """Step over ``gap``; the range to record, which starts at an earlier unrecorded one of its
-        partition (retention may overtake again before the first is recorded: one range from the
-        first offset missing to the first offset still there)."""
-        earlier = self.skipped.get(gap.source)
-        first = earlier.first_missing if earlier is not None else gap.first_missing
-        merged = self.skipped[gap.source] = SkippedRange(gap.source, gap.topic_id, first, gap.first_present)
-        self.log.warning(
-            "offset.gap.policy=skip: %s were deleted on the source before they were mirrored; stepping over "
-            "them, and the next commit records the range",
-            merged.describe(),
-        )
-        return merged
-
-    def recreation(self, event: Recreation, target: object) -> None:
-        """Continue the recreated topic of ``event`` from its start into ``target``."""
-        self.recreated[event.source] = event
-        self.log.warning(
-            "topic.recreation.policy=continue: the topic of %s was deleted and created again; mirroring the new "
-            "topic from offset 0 into %s, and the next commit records the recreation",
-            event.describe(),
-            target,
-        )
-
-    def forget(self, tp: SourcePartition) -> None:
-        """``tp`` is no longer read here: its next owner finds its crossings again."""
-        self.skipped.pop(tp, None)
-        self.recreated.pop(tp, None)
-
-    def clear(self) -> None:
-        """Every crossing was committed with its offset."""
-        self.skipped.clear()
-        self.recreated.clear()
 
 
 def check_continuity(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from mirror_sink.core import metrics as m
-from mirror_sink.core.data_path import DataPath
+from mirror_sink.core.data_path import DataPath, PathStatistics
 from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.task.transaction_cuts import CutCounts
 
@@ -103,25 +103,30 @@ class TaskMetrics:
         self._partitions.set(0)
         self._whole.set(0)
         self._version.set(0)
-        for kind in path.memory():
+        stats = path.statistics()
+        for kind in stats.memory:
             m.memory_budget_bytes.labels(*self._labels, kind).set(0)
-        if path.fetch_sessions() is not None:
+        if stats.fetch_sessions is not None:
             m.fetch_sessions.labels(*self._labels).set(0)
             m.fetch_session_partitions.labels(*self._labels).set(0)
 
     def _path_counters(self, path: DataPath) -> None:
-        for outcome, total in path.batch_counts().items():
+        stats = path.statistics()
+        for outcome, total in stats.batches.items():
             before = self._batches.get(outcome, 0)
             if total > before:
                 m.raw_batches_total.labels(*self._labels, outcome).inc(total - before)
                 self._batches[outcome] = total
-        for kind, value in path.memory().items():
+        for kind, value in stats.memory.items():
             m.memory_budget_bytes.labels(*self._labels, kind).set(value)
-        self.fetches(path)
+        self._fetch_counters(stats)
 
     def fetches(self, path: DataPath) -> None:
         """The path's Fetches and fetch sessions (also between commits: an idle task commits nothing)."""
-        counts = path.fetch_sessions()
+        self._fetch_counters(path.statistics())
+
+    def _fetch_counters(self, stats: PathStatistics) -> None:
+        counts = stats.fetch_sessions
         if counts is None:
             return
         for family, metric, totals in (

@@ -46,6 +46,7 @@ from confluent_kafka import Consumer, KafkaException
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core import clients
+from mirror_sink.core.commit_metadata import stored_at_cut
 from mirror_sink.core.drills import drill_group, drills_topic
 from mirror_sink.core.errors import ConfigError, TaskFailure
 from mirror_sink.core.offset_syncs import OffsetIndex
@@ -62,7 +63,6 @@ from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reade
 from mirror_sink.failover.common.watermarks import read_watermarks
 from mirror_sink.failover.rehearsal.audit import report_sha256
 from mirror_sink.failover.rehearsal.verify import Record, Verifier, mirrored_partitions, read_range
-from mirror_sink.task.source_continuity import stored_at_cut
 
 SCHEMA = "mirror-sink.drill/1"
 _PROBE_S = 10.0
