@@ -316,9 +316,15 @@ def render(results: Mapping[str, Any]) -> str:
         " before them, on another day), with p99 at 2,000 records/s and a lone record's latency unchanged"
         " (benchmarks-notes.md)."
         " At 10,000 partitions (3 GB broker heaps; each run's 10,000 target partitions are deleted before the"
-        " next, as the host allows 20,000 open files per process), one raw task took 58.9 s, all but the last"
-        " second start-up: creating 10,000 target partitions and waiting for their leaders. MirrorMaker 2 took"
-        " 57.2 s with its target topics created for it before its clock started: it creates every new topic in"
+        " next, as the host allows 20,000 open files per process), one raw task took 58.9 s on 2026-11-26, all"
+        " but the last second start-up: creating 10,000 target partitions and waiting for their leaders. Since"
+        " 2026-11-29 the connector waits at most 5 s for them and each task starts a partition when its own"
+        " leader serves it, and the coordinators are asked for before the topics are made (InitProducerId on"
+        " a fresh target: 0.45 s instead of 26-29 s); on 2026-11-29 the run above took 72.8 s (79.2 s on fresh"
+        " clusters, against 102-133 s that morning), most of it the stored offsets of 10,000 partitions"
+        " (20-28 s), the new topics' config reads (12-14 s) and the leaders (15-26 s; benchmarks-notes.md)."
+        " MirrorMaker 2 took 57.2 s on 2026-11-26 (first commit 40.8 s and 65.8 s in all on 2026-11-29)"
+        " with its target topics created for it before its clock started: it creates every new topic in"
         ' one CreateTopics request, which a KRaft controller refuses above 10,000 records ("excessively large'
         ' batch operation"), and retries only at its next topic refresh, which fails the same way; left alone'
         " it copied nothing in 30 minutes. Idle, the raw task burns 4.1 CPU-s per minute, under the goal of 6"
