@@ -17,7 +17,7 @@ from mirror_sink.failover.common.groups import group_member
 @dataclass(frozen=True)
 class ShadowGroupOffsets:
     """Where a link's tasks go on: offsets for its shadow group, each a target partition's next
-    source offset with the commit metadata the tasks read back (``source_continuity.commit_metadata``:
+    source offset with the commit metadata the tasks read back (``core.commit_metadata``:
     the source topic's id, so a task starting there checks it reads the topic the offset was taken
     for).
 
