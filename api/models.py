@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mirror_sink.core.states import TargetState
+from mirror_sink.core.base.states import TargetState
 from mirror_sink.failover.checkpoints.offset_translator import TranslatedOffset
 from mirror_sink.failover.rehearsal.readiness import Readiness
 from mirror_sink.worker import herder_types as domain

@@ -23,7 +23,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

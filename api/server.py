@@ -31,10 +31,11 @@ from api.app import create_app
 from api.rest_credentials import BasicAuthenticator
 from api.security import ListenerApp
 from api.tls import server_context
-from mirror_sink.core import build_info, clients
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.process_exit import exit_now
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.clients import clients
+from mirror_sink.core.runtime import build_info
+from mirror_sink.core.runtime.process_exit import exit_now
 from mirror_sink.worker.herder import Herder
 from mirror_sink.worker.worker_config import Listener, WorkerConfig
 

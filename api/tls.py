@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.worker.worker_config import HttpsSettings
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bench.common.cpu import BusyTimeline, ProcessCpu
 from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.producer import ProducePipeline

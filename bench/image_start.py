@@ -35,8 +35,8 @@ from bench.mirror_throughput import PARTITIONS, write_source
 from devkafka.cluster import free_port
 from devkafka.pair import DevClusters
 from devkafka.podman import podman
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients.stable_offsets import read_stable_offsets
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -89,7 +89,7 @@ def one_round(runtime: str, image: str, workdir: Path, clusters: tuple[str, str,
     (etc / "connectors" / f"{name}.json").write_text(json.dumps(_connector(name, src, tgt, topic)))
     group = f"connect-{name}"
     # A consumer's committed(), not the admin client's list_consumer_group_offsets: librdkafka crashes
-    # the process on the NOT_COORDINATOR a fresh group's first lookup gets (mirror_sink.core.stable_offsets).
+    # the process on the NOT_COORDINATOR a fresh group's first lookup gets (mirror_sink.core.clients.stable_offsets).
     reader = Consumer(
         {"bootstrap.servers": tgt, "group.id": group, "isolation.level": "read_committed", "enable.auto.commit": False}
     )

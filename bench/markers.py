@@ -57,7 +57,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import client_settings, create_topic
 from devkafka.jars import KafkaJars
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.raw.memory_budget import MemoryBudget
 from mirror_sink.raw.producer import ProducePipeline
 from mirror_sink.raw.transactions import TransactionClient

@@ -17,8 +17,8 @@ import time
 
 from prometheus_client import REGISTRY, generate_latest
 
-from mirror_sink.core import metrics as m
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.telemetry import metrics as m
 
 
 def fill(partitions: int, per_topic: int, source: str) -> None:

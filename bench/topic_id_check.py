@@ -31,8 +31,8 @@ from pathlib import Path
 
 from bench.mirror_throughput import mirror_once, write_source
 from devkafka.pair import DevClusters
-from mirror_sink.core import clients
-from mirror_sink.core.commit_metadata import source_topic_ids
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.commit_metadata import source_topic_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -10,11 +10,11 @@ from confluent_kafka.admin import AdminClient
 
 from connectors.mirror_sink_task import MirrorSinkTask
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.preflight import check_cluster
-from mirror_sink.core.replication_policy import IdentityReplicationPolicy
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.preflight import check_cluster
+from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.core.settings.replication_policy import IdentityReplicationPolicy
 from mirror_sink.topics.acl_sync import TopicAclSync
 from mirror_sink.topics.coordinators import ask_coordinators
 from mirror_sink.topics.source_discovery import TopicMapping

@@ -19,9 +19,9 @@ import traceback
 from collections.abc import Mapping
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import RecoverableTaskFailure, SwitchToRecordMode, TaskFailure
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.states import TaskState
+from mirror_sink.core.base.errors import RecoverableTaskFailure, SwitchToRecordMode, TaskFailure
+from mirror_sink.core.base.states import TaskState
+from mirror_sink.core.runtime.logs import context_logger
 from mirror_sink.task.cycle import Cycle, TaskCounters
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.task_run import TaskRun, task_slot

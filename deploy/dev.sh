@@ -46,7 +46,7 @@ ensure_venv() {
     echo "$digest" > "$stamp"
   fi
   # Fetch the Kafka jars now, so a slow first download shows up as such and not as a test timeout.
-  .venv/bin/python -c 'from mirror_sink.core.logs import configure_logging; configure_logging(); from devkafka import KafkaJars; KafkaJars.ensure()'
+  .venv/bin/python -c 'from mirror_sink.core.runtime.logs import configure_logging; configure_logging(); from devkafka import KafkaJars; KafkaJars.ensure()'
 }
 
 ensure_system_packages() {

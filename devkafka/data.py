@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import Message, NewTopic
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
-from mirror_sink.core.commit_metadata import kafka_uuid
+from mirror_sink.core.formats.commit_metadata import kafka_uuid
 
 log = logging.getLogger(__name__)
 # librdkafka logs of these helper clients go through logging instead of raw stderr.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mirror_sink.core.paths import data_dir
+from mirror_sink.core.runtime.paths import data_dir
 
 __all__ = ["cache_dir", "data_dir", "kafka_version"]
 

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from mirror_sink.core.states import ConnectorState, TargetState
+from mirror_sink.core.base.states import ConnectorState, TargetState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.worker_metrics import WORKER_METRICS
 

@@ -7,10 +7,10 @@ import logging
 from pathlib import Path
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.authorization import principal_of
-from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.authorization import principal_of
+from mirror_sink.core.settings.config_files import load_connector_config
 from mirror_sink.topics.required_acls import required_acls, source_fence_acls, verify_and_drill_acls
 from mirror_sink.topics.source_discovery import SourceDiscovery
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.drills import drills_topic
-from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.formats.drills import drills_topic
+from mirror_sink.core.settings.config_files import load_connector_config
 from mirror_sink.failover.rehearsal.audit import audit
 from mirror_sink.failover.rehearsal.drill import read_drills
 

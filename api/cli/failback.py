@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.settings.config_files import load_connector_config
 from mirror_sink.failover.failback.failback import Failback
 from mirror_sink.failover.failback.failback_link import FailbackRefused
 from mirror_sink.failover.switch.failover_plan import FailoverRefused

@@ -18,8 +18,8 @@ from api.cli import translate as translate_cli
 from api.cli import verify as verify_cli
 from api.cli import worker as worker_cli
 from mirror_sink import __version__
-from mirror_sink.core.allocator import tune_malloc
-from mirror_sink.core.logs import configure_logging
+from mirror_sink.core.runtime.allocator import tune_malloc
+from mirror_sink.core.runtime.logs import configure_logging
 
 Verbs: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
-    tune_malloc()  # before any thread starts: see mirror_sink.core.allocator
+    tune_malloc()  # before any thread starts: see mirror_sink.core.runtime.allocator
     return run_verb(build_parser(), argv)
 
 

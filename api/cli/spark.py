@@ -6,9 +6,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.core.paths import data_dir
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.runtime.paths import data_dir
+from mirror_sink.core.settings.config_files import load_connector_config
 from mirror_sink.spark.driver import run_query
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ from types import FrameType
 
 import prometheus_client
 
-from mirror_sink.core.config_files import load_connector_config
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.process_exit import exit_now
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.runtime.process_exit import exit_now
+from mirror_sink.core.settings.config_files import load_connector_config
 from mirror_sink.standalone import StandaloneRunner
 
 log = logging.getLogger(__name__)

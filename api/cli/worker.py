@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from mirror_sink.core.config_files import parse_properties
-from mirror_sink.core.config_providers import resolve
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.paths import data_dir
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.runtime.paths import data_dir
+from mirror_sink.core.settings.config_files import parse_properties
+from mirror_sink.core.settings.config_providers import resolve
 from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
 from mirror_sink.worker.herder import Herder, HerderError
 from mirror_sink.worker.mm2_config import load_mm2_file

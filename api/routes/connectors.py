@@ -22,7 +22,7 @@ from api.models import (
     TaskInfo,
     TaskStateBody,
 )
-from mirror_sink.core.states import TargetState
+from mirror_sink.core.base.states import TargetState
 from mirror_sink.worker.herder import Herder
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from api.models import (
     TranslatedOffsets,
     TranslateOffsetsRequest,
 )
-from mirror_sink.core.drills import drills_topic
+from mirror_sink.core.formats.drills import drills_topic
 from mirror_sink.worker.herder import Herder
 
 

@@ -22,21 +22,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from mirror_sink.config.client_settings import ClientProps, client_settings
 from mirror_sink.config.connect_keys import did_you_mean, split_keys
-from mirror_sink.core import plugins
-from mirror_sink.core.data_path import PathSettings
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.group_cuts import group_cuts_topic
-from mirror_sink.core.metric_names import (
-    DEFAULT_METRIC_NAMES_FORMATS,
-    MetricNamesFormat,
-    parse_metric_names_formats,
-)
-from mirror_sink.core.offset_syncs import offset_syncs_topic
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.replication_policy import ReplicationPolicy, replication_policy
-from mirror_sink.core.secrets import mask
-from mirror_sink.core.skipped_ranges import gaps_topic
-from mirror_sink.core.topic_filter import (
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.group_cuts import group_cuts_topic
+from mirror_sink.core.formats.offset_syncs import offset_syncs_topic
+from mirror_sink.core.formats.skipped_ranges import gaps_topic
+from mirror_sink.core.interfaces.data_path import PathSettings
+from mirror_sink.core.settings import plugins
+from mirror_sink.core.settings.replication_policy import ReplicationPolicy, replication_policy
+from mirror_sink.core.settings.secrets import mask
+from mirror_sink.core.settings.topic_filter import (
     DEFAULT_GROUPS,
     DEFAULT_GROUPS_EXCLUDE,
     DEFAULT_TOPICS,
@@ -44,6 +39,11 @@ from mirror_sink.core.topic_filter import (
     GroupFilter,
     TopicFilter,
     compile_patterns,
+)
+from mirror_sink.core.telemetry.metric_names import (
+    DEFAULT_METRIC_NAMES_FORMATS,
+    MetricNamesFormat,
+    parse_metric_names_formats,
 )
 from mirror_sink.raw.capabilities import unsupported
 
@@ -301,7 +301,7 @@ class MirrorSinkConfig(BaseModel):
     @property
     def group_cuts_partition(self) -> TargetPartition | None:
         """Where the tasks write source groups' positions at cuts (``source.transactions.whole``
-        with exactly-once only): ``mirror_sink.core.group_cuts``."""
+        with exactly-once only): ``mirror_sink.core.formats.group_cuts``."""
         if not (self.source_transactions_whole and self.transaction_producer):
             return None
         return TargetPartition(group_cuts_topic(self.source_alias), 0)

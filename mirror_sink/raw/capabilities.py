@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 
 #: librdkafka-style client properties (what connector configs carry) -> kafka-python options.
 _PROPERTY_MAP = {

@@ -7,7 +7,7 @@ idempotent and the offsets are committed by the group member once every batch is
 least once). An aborted cycle takes a new epoch, so sequences restart and nothing partial remains.
 
 With an offset-syncs partition, a transaction also carries one offset sync per partition it moved
-(``mirror_sink.core.offset_syncs``), sent once every data batch is acknowledged, since the Produce
+(``mirror_sink.core.formats.offset_syncs``), sent once every data batch is acknowledged, since the Produce
 responses give the target offsets the syncs record.
 """
 
@@ -20,11 +20,11 @@ from collections.abc import Collection, Sequence
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.offset_syncs import CycleOffsets, SyncSpan, offset_syncs
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.skipped_ranges import AuditRecord
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.formats.offset_syncs import CycleOffsets, SyncSpan, offset_syncs
+from mirror_sink.core.formats.skipped_ranges import AuditRecord
 from mirror_sink.raw.producer import ProducePipeline
 from mirror_sink.raw.transactions import TransactionClient
 
@@ -35,7 +35,7 @@ _SYNC_BATCH_BYTES = 256 * 1024
 
 
 class RawCommitter:
-    """Makes a cycle of the raw path durable, or voids it (``mirror_sink.core.data_path.Committer``)."""
+    """Makes a cycle of the raw path durable, or voids it (``mirror_sink.core.interfaces.data_path.Committer``)."""
 
     def __init__(
         self,

@@ -17,10 +17,10 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
-from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.topic_ids import as_text
+from mirror_sink.core.base.error_codes import RETRIABLE, KafkaErrorCode
+from mirror_sink.core.base.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.base.topic_ids import as_text
 from mirror_sink.raw.batches import HEADER_SIZE, CorruptBatch, control_type, parse_header, split_batches, verify_crc
 from mirror_sink.raw.fetch_buffer import Fetched, PartitionState
 from mirror_sink.raw.memory_budget import MemoryBudget

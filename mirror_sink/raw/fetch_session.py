@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from mirror_sink.core.error_codes import KafkaErrorCode
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.error_codes import KafkaErrorCode
+from mirror_sink.core.base.partitions import SourcePartition
 
 log = logging.getLogger(__name__)
 

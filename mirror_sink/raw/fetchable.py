@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.raw.fetch_buffer import PartitionState
 from mirror_sink.raw.fetch_session import Sent
 from mirror_sink.raw.wire import WireClient

@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from kafka.protocol.consumer import FetchRequest
 
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.raw.fetch_buffer import Fetched, PartitionState
 from mirror_sink.raw.fetch_collector import FetchCollector
 from mirror_sink.raw.fetch_request import BY_TOPIC_ID, FETCH_VERSIONS

@@ -15,10 +15,10 @@ import struct
 import time
 from collections import Counter
 
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.logs import Log
-from mirror_sink.core.metrics import CycleStats
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.telemetry.metrics import CycleStats
 from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
 from mirror_sink.raw.fetcher import Fetched
 from mirror_sink.raw.memory_budget import MemoryBudget

@@ -27,8 +27,8 @@ from typing import Any
 
 from kafka.future import Future
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.raw import receive
 from mirror_sink.raw.fetch_buffer import PartitionState
 from mirror_sink.raw.fetch_request import FetchRequestBuilder

@@ -30,11 +30,11 @@ from typing import Any
 from kafka.future import Future
 from kafka.protocol.producer import ProduceRequest
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaErrorCode
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
-from mirror_sink.core.offset_syncs import CycleOffsets
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaErrorCode
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.offset_syncs import CycleOffsets
 from mirror_sink.raw import send as chunked_send
 from mirror_sink.raw.batches import rewrite_in_place
 from mirror_sink.raw.memory_budget import MemoryBudget

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from mirror_sink.core.data_path import Copied, FetchSessionCounts, PathSettings, PathStatistics
-from mirror_sink.core.logs import Log
-from mirror_sink.core.metrics import CycleStats
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.topic_ids import as_uuid
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.base.topic_ids import as_uuid
+from mirror_sink.core.interfaces.data_path import Copied, FetchSessionCounts, PathSettings, PathStatistics
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.telemetry.metrics import CycleStats
 from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.fetch_thread import FetchThread
 from mirror_sink.raw.fetcher import Fetched, RawFetcher

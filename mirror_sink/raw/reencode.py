@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.raw.batches import CorruptBatch
 
 

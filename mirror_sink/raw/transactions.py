@@ -36,13 +36,13 @@ from kafka.protocol.producer import (
     TxnOffsetCommitRequest,
 )
 
-from mirror_sink.core.authorization import AUTHORIZATION_ERRORS
-from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
-from mirror_sink.core.error_codes import COORDINATOR_MOVED, FENCED, NOT_OWNER, RETRIABLE, KafkaErrorCode
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.retry import TryAgain, retry_or_give_up
+from mirror_sink.core.base.error_codes import COORDINATOR_MOVED, FENCED, NOT_OWNER, RETRIABLE, KafkaErrorCode
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients.authorization import AUTHORIZATION_ERRORS
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.interfaces.data_path import OFFSETS_PER_REQUEST
+from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
 from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
 
 log = logging.getLogger(__name__)

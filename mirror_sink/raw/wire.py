@@ -22,11 +22,11 @@ from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest
 from kafka.structs import TopicPartition as KTopicPartition
 
 from mirror_sink import __version__
-from mirror_sink.core.authorization import AuthorizationFailure, denial
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.error_codes import RETRIABLE, KafkaErrorCode
-from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
-from mirror_sink.core.retry import TryAgain, retry_or_give_up
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.error_codes import RETRIABLE, KafkaErrorCode
+from mirror_sink.core.base.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
+from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
 from mirror_sink.raw import receive, send
 from mirror_sink.raw.capabilities import RawUnsupported, client_options
 

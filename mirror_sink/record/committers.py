@@ -17,18 +17,18 @@ from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from mirror_sink.core import clients
-from mirror_sink.core.authorization import AuthorizationFailure, ClientIdentity, lacking, principal_of
-from mirror_sink.core.bounded import call_bounded
-from mirror_sink.core.clients import classify, is_fatal
-from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
-from mirror_sink.core.error_codes import FATAL_WRITE, KafkaErrorCode
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.retry import retry_call
-from mirror_sink.core.skipped_ranges import AuditRecord
+from mirror_sink.core.base.error_codes import FATAL_WRITE, KafkaErrorCode
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.authorization import AuthorizationFailure, ClientIdentity, lacking, principal_of
+from mirror_sink.core.clients.clients import classify, is_fatal
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.formats.offset_syncs import CycleOffsets, SyncRun, SyncSpan, offset_syncs
+from mirror_sink.core.formats.skipped_ranges import AuditRecord
+from mirror_sink.core.interfaces.data_path import OFFSETS_PER_REQUEST
+from mirror_sink.core.runtime.bounded import call_bounded
+from mirror_sink.core.runtime.retry import retry_call
 
 log = logging.getLogger(__name__)
 

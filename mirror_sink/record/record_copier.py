@@ -8,10 +8,10 @@ from typing import cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from mirror_sink.core.clients import is_fatal
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
-from mirror_sink.core.metrics import CycleStats
-from mirror_sink.core.retry import retry_call
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.clients.clients import is_fatal
+from mirror_sink.core.runtime.retry import retry_call
+from mirror_sink.core.telemetry.metrics import CycleStats
 
 _PARTITION_WAIT_S = 30.0
 

@@ -8,14 +8,14 @@ from functools import partial
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from mirror_sink.core import clients
-from mirror_sink.core.authorization import ClientIdentity
-from mirror_sink.core.data_path import Committer, Copied, PathSettings, PathStatistics
-from mirror_sink.core.errors import Retriable, SourceOffsetOutOfRange, SourceTruncated, TaskFailure
-from mirror_sink.core.logs import Log
-from mirror_sink.core.metrics import CycleStats
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.retry import retry_call
+from mirror_sink.core.base.errors import Retriable, SourceOffsetOutOfRange, SourceTruncated, TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.authorization import ClientIdentity
+from mirror_sink.core.interfaces.data_path import Committer, Copied, PathSettings, PathStatistics
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.runtime.retry import retry_call
+from mirror_sink.core.telemetry.metrics import CycleStats
 from mirror_sink.record.committers import (
     AtLeastOnceCommitter,
     DeliveryTracker,

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from kafka.protocol.admin import DescribeLogDirsRequest
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.raw.wire import WireClient, error_name
 
 log = logging.getLogger(__name__)

@@ -35,10 +35,10 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.logs import configure_logging
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.runtime.logs import configure_logging
 from mirror_sink.raw.capabilities import unsupported
 from mirror_sink.raw.wire import WireClient
 from mirror_sink.spark.byte_budget import bytes_per_offset, cap_by_bytes

@@ -16,10 +16,10 @@ from typing import Protocol
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop_when_event_set, wait_fixed
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.config_providers import resolve
-from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.core.runtime_guard import SparkLease, refuse_if_worker_active
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.runtime_guard import SparkLease, refuse_if_worker_active
+from mirror_sink.core.settings.config_providers import resolve
 from mirror_sink.topics.topic_provisioner import TopicProvisioner
 
 log = logging.getLogger(__name__)

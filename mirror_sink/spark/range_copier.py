@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.commit_metadata import commit_metadata, source_topic_ids, stored_topic_id
-from mirror_sink.core.data_path import DataPath
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.offset_syncs import SyncSpan
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.stable_offsets import read_stable_commits
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.stable_offsets import read_stable_commits
+from mirror_sink.core.formats.commit_metadata import commit_metadata, source_topic_ids, stored_topic_id
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.formats.offset_syncs import SyncSpan
+from mirror_sink.core.interfaces.data_path import DataPath
+from mirror_sink.core.runtime.logs import context_logger
 from mirror_sink.task.data_paths import open_data_path
 from mirror_sink.task.source_continuity import SourceDiscontinuity
 

@@ -7,10 +7,10 @@ both data paths.
 
 from __future__ import annotations
 
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.offset_syncs import SyncSpan
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import AuditRecord, Recreation, SkippedRange
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.formats.offset_syncs import SyncSpan
+from mirror_sink.core.formats.skipped_ranges import AuditRecord, Recreation, SkippedRange
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.task_run import TaskRun
 

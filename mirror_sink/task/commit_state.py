@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from mirror_sink.core.logs import Log
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.runtime.logs import Log
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from confluent_kafka import TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorMode, TransactionBoundary
-from mirror_sink.core import clients
-from mirror_sink.core.data_path import Copied
-from mirror_sink.core.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
-from mirror_sink.core.group_cuts import GroupCut
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import AuditRecord
+from mirror_sink.core.base.errors import AbortCycle, SourceOffsetOutOfRange, SwitchToRecordMode, TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.group_cuts import GroupCut
+from mirror_sink.core.formats.skipped_ranges import AuditRecord
+from mirror_sink.core.interfaces.data_path import Copied
 from mirror_sink.task.commit_plan import CommitPlan
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.source_group import SourceGroupCommits

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from mirror_sink.core.authorization import AuthorizationFailure, principal_of
-from mirror_sink.core.commit_metadata import commit_metadata
-from mirror_sink.core.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.base.errors import RecoverableTaskFailure, SourceOffsetOutOfRange
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
+from mirror_sink.core.clients.authorization import AuthorizationFailure, principal_of
+from mirror_sink.core.formats.commit_metadata import commit_metadata
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.task.commit_state import CommitState
 from mirror_sink.task.source_continuity import Crossings, StoredOffset
 from mirror_sink.task.start_offsets import StartOffsetResolver

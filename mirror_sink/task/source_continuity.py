@@ -16,7 +16,7 @@ each is named here, for every affected partition at once, instead of being cross
 Only the first two may be gone past, and only when the operator says so: deleted records are
 stepped over with ``offset.gap.policy=skip``, and a recreated topic's new incarnation is mirrored from
 its start with ``topic.recreation.policy=continue``. Either is then recorded
-(``mirror_sink.core.skipped_ranges``), never crossed silently. A truncated log always stops the mirror.
+(``mirror_sink.core.formats.skipped_ranges``), never crossed silently. A truncated log always stops the mirror.
 
 The checks run where mirroring of a partition starts (``StartOffsetResolver``, for the worker's
 tasks and the Spark planner alike) and when a running task's fetch finds its offset gone.
@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
 
 
 @dataclass(frozen=True)

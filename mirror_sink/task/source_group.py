@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.partitions import SourcePartition
 
 #: How often every position is committed again, moved or not.
 _REFRESH_S = 600.0

@@ -23,14 +23,14 @@ from mirror_sink.config.mirror_sink_config import (
     OffsetGapPolicy,
     TopicRecreationPolicy,
 )
-from mirror_sink.core import clients
-from mirror_sink.core.commit_metadata import source_topic_ids, stored_leader_epoch, stored_topic_id
-from mirror_sink.core.errors import RecoverableTaskFailure, Retriable
-from mirror_sink.core.logs import Log
-from mirror_sink.core.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
-from mirror_sink.core.retry import retry_call
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
-from mirror_sink.core.stable_offsets import read_stable_commits, read_stable_offsets
+from mirror_sink.core.base.errors import RecoverableTaskFailure, Retriable
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition, fmt_offsets, fmt_partitions
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.stable_offsets import read_stable_commits, read_stable_offsets
+from mirror_sink.core.formats.commit_metadata import source_topic_ids, stored_leader_epoch, stored_topic_id
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.runtime.retry import retry_call
 from mirror_sink.task.source_continuity import Crossings, StoredOffset, check_continuity
 
 #: How long a source partition's offsets may stay unreadable (a partition added moments ago).

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from kafka import KafkaAdminClient, errors
 from kafka.admin import MemberToRemove
 
-from mirror_sink.core.bounded import call_bounded
-from mirror_sink.core.logs import Log
+from mirror_sink.core.runtime.bounded import call_bounded
+from mirror_sink.core.runtime.logs import Log
 from mirror_sink.raw.capabilities import client_options, unsupported
 
 _REQUEST_TIMEOUT_MS = 10_000

@@ -38,9 +38,9 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka import errors as kerr
 
-from mirror_sink.core import clients
-from mirror_sink.core.logs import Log
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.runtime.logs import Log
 from mirror_sink.raw.capabilities import client_options, unsupported
 
 _REQUEST_TIMEOUT_MS = 10_000

@@ -26,8 +26,8 @@ from typing import Any
 from confluent_kafka import TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mirror_sink.core.logs import Log
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.runtime.logs import Log
 from mirror_sink.topics.leader_wait import leader_ids, split_by_leader
 
 #: Pause between two checks of partitions still waiting.

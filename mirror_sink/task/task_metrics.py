@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from mirror_sink.core import metrics as m
-from mirror_sink.core.data_path import DataPath, PathStatistics
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.interfaces.data_path import DataPath, PathStatistics
+from mirror_sink.core.telemetry import metrics as m
 from mirror_sink.task.transaction_cuts import CutCounts
 
 

@@ -13,12 +13,12 @@ from contextlib import ExitStack
 from confluent_kafka import Consumer
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.bounded import call_bounded
-from mirror_sink.core.data_path import Committer
-from mirror_sink.core.logs import Log
-from mirror_sink.core.preflight import check_cluster
-from mirror_sink.core.source_transactions import SourceTransactions
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.preflight import check_cluster
+from mirror_sink.core.clients.source_transactions import SourceTransactions
+from mirror_sink.core.interfaces.data_path import Committer
+from mirror_sink.core.runtime.bounded import call_bounded
+from mirror_sink.core.runtime.logs import Log
 from mirror_sink.task import static_member
 from mirror_sink.task.data_paths import open_data_path
 from mirror_sink.task.transaction_cuts import TransactionCuts

@@ -37,10 +37,15 @@ from dataclasses import dataclass, field
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from mirror_sink.core.logs import Log
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.source_transactions import CONSUMER_OFFSETS_TOPIC, Prepared, SourceTransaction, SourceTransactions
-from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC, coordinator_partition
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.clients.source_transactions import (
+    CONSUMER_OFFSETS_TOPIC,
+    Prepared,
+    SourceTransaction,
+    SourceTransactions,
+)
+from mirror_sink.core.formats.transaction_log import TRANSACTION_STATE_TOPIC, coordinator_partition
+from mirror_sink.core.runtime.logs import Log
 
 #: At most this many cuts are kept ahead of the current one while a backlog is copied.
 _MAX_PENDING = 256

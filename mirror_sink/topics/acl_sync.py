@@ -46,9 +46,9 @@ from confluent_kafka.admin import (
 )
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.authorization import principal_of
-from mirror_sink.core.logs import Log
-from mirror_sink.core.replication_policy import is_cycle
+from mirror_sink.core.clients.authorization import principal_of
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.settings.replication_policy import is_cycle
 
 #: MM2's ANY_TOPIC_ACL: every TOPIC binding, whatever its name, pattern type, principal or operation.
 #: (None is the filter's documented "any"; the stubs type these arguments as str only.)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from kafka.protocol.metadata import FindCoordinatorRequest
 
-from mirror_sink.core.error_codes import KafkaErrorCode
+from mirror_sink.core.base.error_codes import KafkaErrorCode
 from mirror_sink.raw.capabilities import unsupported
 from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, WireClient, error_name
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec, TopicDescription
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.logs import Log
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.runtime.logs import Log
 
 #: How long one "is the new partition served?" check may take before it is asked again.
 _LEADER_ATTEMPT_S = 3.0

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.checkpoints import checkpoints_topic
-from mirror_sink.core.drills import DRILL_GROUP_PREFIX, drills_topic
-from mirror_sink.core.offset_syncs import offset_syncs_topic
+from mirror_sink.core.formats.checkpoints import checkpoints_topic
+from mirror_sink.core.formats.drills import DRILL_GROUP_PREFIX, drills_topic
+from mirror_sink.core.formats.offset_syncs import offset_syncs_topic
 
 Cluster = Literal["source", "target"]
 Operation = Literal["READ", "WRITE", "CREATE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALTER"]

@@ -16,9 +16,9 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.authorization import AuthorizationFailure, denial
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.replication_policy import is_cycle, returns_home
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
+from mirror_sink.core.settings.replication_policy import is_cycle, returns_home
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from confluent_kafka.admin import (
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig, may_forward_batches
-from mirror_sink.core.authorization import AuthorizationFailure, denial
-from mirror_sink.core.checkpoints import checkpoints_topic
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
+from mirror_sink.core.formats.checkpoints import checkpoints_topic
 from mirror_sink.raw.forwarder import TARGET_MAX_MESSAGE_BYTES
 from mirror_sink.topics.leader_wait import LeaderWait
 from mirror_sink.topics.source_discovery import SourceDiscovery, TopicMapping, list_topics

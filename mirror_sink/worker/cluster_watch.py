@@ -16,9 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.logs import Log
-from mirror_sink.core.metrics import cluster_unreachable_seconds
-from mirror_sink.core.reachability import (
+from mirror_sink.core.clients.reachability import (
     PROBE_THREADS,
     Ask,
     Outage,
@@ -28,7 +26,9 @@ from mirror_sink.core.reachability import (
     connect_failure,
     probe,
 )
-from mirror_sink.core.repeating_job import RepeatingJob
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.runtime.repeating_job import RepeatingJob
+from mirror_sink.core.telemetry.metrics import cluster_unreachable_seconds
 
 #: Probing a reachable cluster costs one TCP connection per bootstrap address; an unreachable one
 #: is probed more often so that its return is seen soon.

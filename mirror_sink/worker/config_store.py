@@ -21,8 +21,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.states import TargetState
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.states import TargetState
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.checkpoints import checkpoints_topic
-from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.core.replication_policy import ReplicationPolicy
-from mirror_sink.core.states import TargetState
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.states import TargetState
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.checkpoints import checkpoints_topic
+from mirror_sink.core.settings.replication_policy import ReplicationPolicy
 from mirror_sink.failover.checkpoints.offset_translator import (
     Direction,
     OffsetTranslator,

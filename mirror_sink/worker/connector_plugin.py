@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from mirror_sink.config.mirror_sink_config import CONNECTOR_CLASS, MirrorSinkConfig
-from mirror_sink.core import plugins
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.states import TaskState
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.base.states import TaskState
+from mirror_sink.core.settings import plugins
 from mirror_sink.task.cycle import TaskCounters
 from mirror_sink.topics.source_discovery import TopicMapping
 

@@ -8,13 +8,13 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from mirror_sink.core.authorization import AuthorizationFailure
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.metrics import MIRROR
-from mirror_sink.core.reachability import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S
-from mirror_sink.core.states import ConnectorState, TargetState, TaskState
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.states import ConnectorState, TargetState, TaskState
+from mirror_sink.core.clients.authorization import AuthorizationFailure
+from mirror_sink.core.clients.reachability import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S
+from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.core.telemetry.metrics import MIRROR
 from mirror_sink.worker.connector_plugin import ConnectorPlugin, load_connector
 from mirror_sink.worker.connector_services import ConnectorServices
 from mirror_sink.worker.connector_start import refuse_other_runtime, start_connector

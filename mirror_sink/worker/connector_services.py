@@ -12,8 +12,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.logs import Log
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.runtime.logs import Log
 from mirror_sink.failover.checkpoints.checkpointer import CheckpointEmitter
 from mirror_sink.failover.rehearsal.background_verifier import BackgroundVerifier
 from mirror_sink.failover.rehearsal.drill_watch import DrillWatch

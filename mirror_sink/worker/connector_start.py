@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.logs import Log
-from mirror_sink.core.retry import TryAgain, retry_or_give_up
-from mirror_sink.core.runtime_guard import refuse_if_spark_active
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.runtime_guard import refuse_if_spark_active
+from mirror_sink.core.runtime.logs import Log
+from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
 from mirror_sink.worker.connector_plugin import ConnectorPlugin
 
 #: How long a connector keeps starting again while its clusters answer late (brokers restarting, a

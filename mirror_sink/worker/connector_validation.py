@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.config_providers import has_references, resolve
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.secrets import MASK, is_secret
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.config_providers import has_references, resolve
+from mirror_sink.core.settings.secrets import MASK, is_secret
 from mirror_sink.worker.herder_types import InvalidRequest
 
 __all__ = ["checked_config", "masked", "validate_config"]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mirror_sink.core.states import ConnectorState, TargetState
+from mirror_sink.core.base.states import ConnectorState, TargetState
 from mirror_sink.worker.config_store import ConfigBackingStore, StoredConnector
 from mirror_sink.worker.connector_offsets import ConnectorOffsetsAdmin
 from mirror_sink.worker.connector_runtime import ConnectorRuntime

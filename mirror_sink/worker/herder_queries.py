@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.metrics import MIRROR
-from mirror_sink.core.states import ConnectorState
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.states import ConnectorState
+from mirror_sink.core.telemetry.metrics import MIRROR
 from mirror_sink.failover.rehearsal.readiness import Readiness
 from mirror_sink.worker.connector_runtime import StateInfo
 from mirror_sink.worker.connector_validation import masked

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from mirror_sink.core.states import ConnectorState
+from mirror_sink.core.base.states import ConnectorState
 
 ConnectorType = Literal["sink"]
 

@@ -30,12 +30,12 @@ from confluent_kafka import OFFSET_END, Consumer, IsolationLevel, KafkaException
 from confluent_kafka.admin import OffsetSpec
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.metrics import replication_lag_records, replication_lag_seconds
-from mirror_sink.core.repeating_job import RepeatingJob
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.core.runtime.repeating_job import RepeatingJob
+from mirror_sink.core.telemetry.metrics import replication_lag_records, replication_lag_seconds
 from mirror_sink.topics.source_discovery import TopicMapping
 
 _INTERVAL_S = 5.0

@@ -36,8 +36,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mirror_sink.config.mirror_sink_config import CONNECTOR_CLASS, MirrorSinkConfig, connector_class_aliases
-from mirror_sink.core.config_files import parse_properties
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.config_files import parse_properties
 
 # Keys of MM2's source, checkpoint and heartbeat connectors and of its Connect workers: no meaning to a
 # sink connector. Any other ``*.replication.factor`` key (of an internal topic) is dropped as well.

@@ -24,7 +24,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from mirror_sink.core.deadline import Deadline
+from mirror_sink.core.base.deadline import Deadline
 from mirror_sink.worker.config_store import ensure_compacted_topic
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 
 
 def cluster_key(bootstrap: str) -> str:

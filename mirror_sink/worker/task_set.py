@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.logs import Log
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.runtime.logs import Log
 from mirror_sink.worker.connector_plugin import ConnectorPlugin, ConnectorTask
 from mirror_sink.worker.connector_services import ConnectorServices
 

@@ -9,8 +9,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from mirror_sink.core.config_providers import resolve
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.config_providers import resolve
 from mirror_sink.worker.config_store import StoredConnector
 from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.herder_types import Conflict, ConnectorNotFound

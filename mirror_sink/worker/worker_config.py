@@ -12,9 +12,9 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.paths import data_dir
-from mirror_sink.core.secrets import MASK, is_secret, mask
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.runtime.paths import data_dir
+from mirror_sink.core.settings.secrets import MASK, is_secret, mask
 
 # One listener: Connect's ``protocol://host:port``; the host may be empty (every interface) or an
 # IPv6 address in brackets.

@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mirror_sink.core.states import ConnectorState
+from mirror_sink.core.base.states import ConnectorState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime
 from mirror_sink.worker.readiness_inputs import readiness
 

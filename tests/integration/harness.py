@@ -35,9 +35,9 @@ from devkafka.data import (
 )
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.processes import reap_with_this_process
-from mirror_sink.core.errors import Retriable
-from mirror_sink.core.offset_syncs import OffsetSync, offset_syncs_topic
-from mirror_sink.core.retry import retry_call
+from mirror_sink.core.base.errors import Retriable
+from mirror_sink.core.formats.offset_syncs import OffsetSync, offset_syncs_topic
+from mirror_sink.core.runtime.retry import retry_call
 
 Unique = Callable[[str], str]  # the `unique` fixture: a base name -> a name no other test uses
 

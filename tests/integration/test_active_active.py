@@ -23,9 +23,9 @@ from confluent_kafka.admin import AdminClient
 
 from devkafka.data import committed_offsets, create_topic, end_offsets, read_all
 from devkafka.endpoints import KafkaEndpoint
-from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (
     MirrorProcess,

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
-from mirror_sink.core.drills import drills_topic
+from mirror_sink.core.formats.drills import drills_topic
 from mirror_sink.failover.rehearsal.drill import SCHEMA
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import (

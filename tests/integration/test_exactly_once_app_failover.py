@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 
 from devkafka.data import create_topic, end_offsets, read_all
 from devkafka.endpoints import KafkaEndpoint
-from mirror_sink.core.group_cuts import GroupCut, group_cuts_topic
+from mirror_sink.core.formats.group_cuts import GroupCut, group_cuts_topic
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness import Unique, committed_on_target, mirror_config, run_failover, wait_until
 

@@ -25,9 +25,9 @@ from devkafka.data import (
 )
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
-from mirror_sink.core.offset_syncs import offset_syncs_topic
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
+from mirror_sink.core.formats.offset_syncs import offset_syncs_topic
 from mirror_sink.failover.common.failover_record import FailoverRecord, failovers_topic, latest, read_records
 from mirror_sink.failover.failback.divergence import diverged_topic
 from tests.integration.conftest import MirrorFactory, TopicFactory

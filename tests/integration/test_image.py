@@ -24,7 +24,7 @@ import mirror_sink
 from devkafka.cluster import free_port
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.podman import podman as devkafka_podman
-from mirror_sink.core import build_info
+from mirror_sink.core.runtime import build_info
 from tests.helm_render import find, render_chart, worker_args, worker_env, worker_mounts
 from tests.integration.conftest import TopicFactory
 from tests.integration.harness import (

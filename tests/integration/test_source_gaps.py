@@ -19,10 +19,10 @@ from confluent_kafka import Consumer, TopicPartition
 from devkafka.cluster import free_port
 from devkafka.data import Rec, committed_offsets, delete_records, produce, read_all, recreate_topic, topic_id
 from devkafka.endpoints import KafkaEndpoint
-from mirror_sink.core.commit_metadata import stored_topic_id
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.skipped_ranges import gaps_topic
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.commit_metadata import stored_topic_id
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
+from mirror_sink.core.formats.skipped_ranges import gaps_topic
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness import (
     MirrorProcess,

@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from devkafka.data import create_topic
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.task.target_leaders import TargetLeaders
 from mirror_sink.topics.coordinators import ask_coordinators
 from mirror_sink.topics.source_discovery import TopicMapping

@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
 )
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.authorization import principal_of
+from mirror_sink.core.clients.authorization import principal_of
 from mirror_sink.topics.acl_sync import ANY_TOPIC_ACL, TopicAclSync, target_acl_bindings
 from mirror_sink.topics.required_acls import RequiredAcl, required_acls
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import trustme
 
-from mirror_sink.core.authorization import AuthorizationFailure, denial, principal_of
+from mirror_sink.core.clients.authorization import AuthorizationFailure, denial, principal_of
 
 
 def test_the_principal_is_the_sasl_user_or_the_certificate_subject_or_anonymous(tmp_path: Path) -> None:

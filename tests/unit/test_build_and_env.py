@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror_sink.core import build_info
+from mirror_sink.core.runtime import build_info
 from mirror_sink.worker.worker_config import WorkerConfig, settings_from_env
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from api import server
 from api.server import _ClusterIdReader
-from mirror_sink.core import clients
+from mirror_sink.core.clients import clients
 
 TARGET = {"bootstrap.servers": "target:9093", "sasl.password": "secret"}
 

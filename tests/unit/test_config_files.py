@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror_sink.core.config_files import load_connector_config, parse_properties
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.config_files import load_connector_config, parse_properties
 
 
 def test_key_value_forms() -> None:

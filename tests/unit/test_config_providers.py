@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mirror_sink.core.config_files import parse_properties
-from mirror_sink.core.config_providers import has_references, resolve
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.config_files import parse_properties
+from mirror_sink.core.settings.config_providers import has_references, resolve
 
 SECRET = "s3cr3t-Pa55w0rd"
 
@@ -93,7 +93,7 @@ def test_each_file_parsed_once_per_call(tmp_path: Path, monkeypatch: pytest.Monk
         calls.append(text)
         return parse_properties(text)
 
-    monkeypatch.setattr("mirror_sink.core.config_providers.parse_properties", counting)
+    monkeypatch.setattr("mirror_sink.core.settings.config_providers.parse_properties", counting)
     config = {"x": f"${{file:{path}:a}}", "y": f"${{file:{path}:b}}-${{file:{path}:a}}"}
     assert resolve(config, environ={}) == {"x": "1", "y": "2-1"}
     assert len(calls) == 1

@@ -15,9 +15,9 @@ from mirror_sink.config.mirror_sink_config import (
     OffsetGapPolicy,
     TopicRecreationPolicy,
 )
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
-from mirror_sink.core.secrets import MASK
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from mirror_sink.core.settings.secrets import MASK
 
 BASE: dict[str, str] = {
     "name": "mirror",

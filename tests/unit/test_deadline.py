@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mirror_sink.core.deadline import Deadline
+from mirror_sink.core.base.deadline import Deadline
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from api.cli.failback import finish_command
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.replication_policy import FailbackReplicationPolicy, IdentityReplicationPolicy
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.settings.replication_policy import FailbackReplicationPolicy, IdentityReplicationPolicy
 from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut
 from mirror_sink.failover.failback.failback_link import reverse_config
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.failover.common.failover_record import (
     FailoverRecord,
     GroupMove,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import traceback
 
 from api.routes.status_page import failure_cause
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 
 
 def _trace_of(fn: object) -> str:

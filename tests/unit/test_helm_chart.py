@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from mirror_sink import __version__
-from mirror_sink.core.config_files import parse_properties
-from mirror_sink.core.config_providers import resolve
+from mirror_sink.core.settings.config_files import parse_properties
+from mirror_sink.core.settings.config_providers import resolve
 from mirror_sink.worker.worker_config import WorkerConfig, settings_from_env
 from tests.helm_render import (
     CHART_DIR,

@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync, SyncRun
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.reachability import probe
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients.reachability import probe
+from mirror_sink.core.formats.offset_syncs import OffsetIndex, OffsetSync, SyncRun
 from mirror_sink.failover.checkpoints import checkpointer
 from mirror_sink.failover.common import groups
 from mirror_sink.failover.common.groups import GroupActive, GroupMembers
@@ -167,8 +167,8 @@ def _sync(start: int, end: int) -> OffsetSync:
 def emitter(monkeypatch: pytest.MonkeyPatch) -> checkpointer.CheckpointEmitter:
     monkeypatch.setattr(checkpointer, "OffsetSyncReader", _Syncs)
     monkeypatch.setattr(checkpointer, "GroupMembers", _Groups)
-    monkeypatch.setattr("mirror_sink.core.clients.admin", lambda *args: object())
-    monkeypatch.setattr("mirror_sink.core.clients.target_producer", _Producer)
+    monkeypatch.setattr("mirror_sink.core.clients.clients.admin", lambda *args: object())
+    monkeypatch.setattr("mirror_sink.core.clients.clients.target_producer", _Producer)
     monkeypatch.setattr(checkpointer, "list_groups", lambda admin, cluster: dict.fromkeys(_Groups.offsets, "EMPTY"))
     _Groups.offsets = {"app": {("t", 0): 5}}
     _Groups.reads = 0

@@ -6,7 +6,7 @@ import io
 import json
 import logging
 
-from mirror_sink.core.logs import context_logger, formatter
+from mirror_sink.core.runtime.logs import context_logger, formatter
 
 
 def test_json_lines_carry_connector_and_task() -> None:

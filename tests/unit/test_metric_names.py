@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mirror_sink.config.mirror_sink_config import KEY_DOCS, MirrorSinkConfig
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.metric_names import (
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.telemetry.metric_names import (
     MM2,
     MM2_ATTRIBUTES,
     MM2_LABELS,

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from mirror_sink.core.metric_names import MM2, MM2_NEW, MetricNamesFormat, new_metric_name
-from mirror_sink.core.metrics import CycleStats, MirrorMetrics
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.telemetry.metric_names import MM2, MM2_NEW, MetricNamesFormat, new_metric_name
+from mirror_sink.core.telemetry.metrics import CycleStats, MirrorMetrics
 
 LEGACY, NEW = MetricNamesFormat.LEGACY, MetricNamesFormat.NEW
 Samples = dict[str, list[tuple[dict[str, str], float]]]

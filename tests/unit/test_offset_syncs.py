@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
-from mirror_sink.core.offset_syncs import (
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
+from mirror_sink.core.formats.offset_syncs import (
     CycleOffsets,
     OffsetIndex,
     OffsetSync,
@@ -17,7 +18,6 @@ from mirror_sink.core.offset_syncs import (
     SyncSpan,
     offset_syncs,
 )
-from mirror_sink.core.partitions import TargetPartition
 
 TP = TargetPartition("us.orders", 3)
 
@@ -226,7 +226,7 @@ class _Delivered:
 
 
 def test_record_mode_pairs_the_nth_delivery_with_the_nth_record() -> None:
-    from mirror_sink.core.errors import AbortCycle
+    from mirror_sink.core.base.errors import AbortCycle
     from mirror_sink.record.committers import DeliveryTracker
 
     tracker = DeliveryTracker(track_offsets=True)

@@ -6,8 +6,8 @@ import pytest
 
 from api.cli.main import build_parser
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync, SyncRun
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.offset_syncs import OffsetIndex, OffsetSync, SyncRun
 from mirror_sink.failover.checkpoints.offset_translator import (
     Direction,
     Outcome,

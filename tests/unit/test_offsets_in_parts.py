@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.clients import OFFSETS_CALL_PARTITIONS, in_parts
+from mirror_sink.core.clients.clients import OFFSETS_CALL_PARTITIONS, in_parts
 
 pytestmark = pytest.mark.unit
 

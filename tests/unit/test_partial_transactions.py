@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.source_transactions import SourceTransaction
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.clients.source_transactions import SourceTransaction
 from mirror_sink.failover.rehearsal.partial_transactions import Marker, find_partial
 
 A0, A1, B0 = SourcePartition("a", 0), SourcePartition("a", 1), SourcePartition("b", 0)

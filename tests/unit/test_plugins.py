@@ -6,8 +6,8 @@ import pytest
 
 from connectors.mirror_sink_connector import MirrorSinkConnector
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import plugins
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings import plugins
 from mirror_sink.worker.connector_plugin import ConnectorPlugin, load_connector
 
 MM2_NAME = "org.apache.kafka.connect.mirror.MirrorSinkConnector"

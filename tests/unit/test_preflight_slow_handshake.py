@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.preflight import _check_tls
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.clients.preflight import _check_tls
 
 pytestmark = pytest.mark.unit
 

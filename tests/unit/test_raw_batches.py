@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.group_metadata import parse_group_metadata
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.formats.group_metadata import parse_group_metadata
 from mirror_sink.raw.batches import (
     CONTROL,
     HEADER,

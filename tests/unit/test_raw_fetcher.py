@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from kafka.future import Future
 
-from mirror_sink.core.error_codes import KafkaErrorCode
-from mirror_sink.core.errors import SourceOffsetOutOfRange, SourceTruncated
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.topic_ids import as_text, as_uuid
+from mirror_sink.core.base.error_codes import KafkaErrorCode
+from mirror_sink.core.base.errors import SourceOffsetOutOfRange, SourceTruncated
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.base.topic_ids import as_text, as_uuid
 from mirror_sink.raw.fetcher import PARK_LIMIT, RawFetcher
 from mirror_sink.raw.memory_budget import MemoryBudget
 

@@ -14,10 +14,10 @@ from confluent_kafka import TopicPartition
 from kafka.future import Future
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from mirror_sink.core.authorization import AuthorizationFailure, denial
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata, parse_group_metadata
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
+from mirror_sink.core.formats.group_metadata import GroupMetadata, parse_group_metadata
 from mirror_sink.raw.batches import parse_header
 from mirror_sink.raw.committer import RawCommitter
 from mirror_sink.raw.memory_budget import MemoryBudget

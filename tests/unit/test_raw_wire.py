@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, NodeId, WireClient
 
 

@@ -14,8 +14,15 @@ import pytest
 import trustme
 
 from devkafka.link import black_hole, refused_address
-from mirror_sink.core.reachability import Outage, ask_kafka, ask_tls, bootstrap_addresses, connect_failure, probe
-from mirror_sink.core.retry import TryAgain, retry_or_give_up
+from mirror_sink.core.clients.reachability import (
+    Outage,
+    ask_kafka,
+    ask_tls,
+    bootstrap_addresses,
+    connect_failure,
+    probe,
+)
+from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.errors import AbortCycle, TaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata
+from mirror_sink.core.base.errors import AbortCycle, TaskFailure
+from mirror_sink.core.formats.group_metadata import GroupMetadata
 from mirror_sink.record.committers import AtLeastOnceCommitter, DeliveryTracker, TransactionalCommitter
 
 pytestmark = pytest.mark.unit

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.data_path import OFFSETS_PER_REQUEST
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.offset_syncs import SyncSpan
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.formats.offset_syncs import SyncSpan
+from mirror_sink.core.interfaces.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.record.committers import DeliveryTracker, TransactionalCommitter
 
 pytestmark = pytest.mark.unit

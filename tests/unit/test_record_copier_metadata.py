@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from mirror_sink.core.errors import RecoverableTaskFailure, TaskFailure
+from mirror_sink.core.base.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.record.record_copier import RecordCopier
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.record.committers import DeliveryTracker
 from mirror_sink.record.record_path import RecordPath
 

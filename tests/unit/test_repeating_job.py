@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from mirror_sink.core.repeating_job import RepeatingJob, Stopped
+from mirror_sink.core.runtime.repeating_job import RepeatingJob, Stopped
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.replication_policy import (
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.replication_policy import (
     DefaultReplicationPolicy,
     FailbackReplicationPolicy,
     IdentityReplicationPolicy,

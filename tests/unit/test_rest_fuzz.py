@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from api.app import create_app
-from mirror_sink.core.states import TargetState
+from mirror_sink.core.base.states import TargetState
 from mirror_sink.worker.config_store import FileConfigBackingStore, StoredConnector
 from mirror_sink.worker.herder import Herder
 

@@ -26,7 +26,7 @@ from api.cli.main import main as cli
 from api.rest_credentials import BasicAuthenticator, parse_credentials, set_password
 from api.security import ListenerApp
 from api.tls import server_context
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.worker.worker_config import Listener, WorkerConfig
 
 # ----------------------------------------------------------------------------- credentials file

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_sink.core.secrets import MASK, is_secret, mask
+from mirror_sink.core.settings.secrets import MASK, is_secret, mask
 
 SECRET_KEYS = [
     "sasl.password",

@@ -7,15 +7,15 @@ import json
 import pytest
 from confluent_kafka import Uuid
 
-from mirror_sink.core.commit_metadata import (
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.formats.commit_metadata import (
     commit_metadata,
     kafka_uuid,
     stored_at_cut,
     stored_leader_epoch,
     stored_topic_id,
 )
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.task.source_continuity import SourceDiscontinuity, StoredOffset, check_continuity
 
 OLD, NEW = "AAAAAAdbzRUAAAAAOt5osQ", "BBBBBAdbzRUAAAAAOt5osQ"

@@ -6,7 +6,7 @@ import time
 
 from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut, read_records
 from mirror_sink.failover.switch.source_fence import SourceFenceReport, SourceProducer, deny_bindings
 

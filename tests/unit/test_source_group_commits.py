@@ -7,7 +7,7 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.task import source_group
 from mirror_sink.task.source_group import SourceGroupCommits
 

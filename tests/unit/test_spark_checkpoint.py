@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.failover.checkpoints.offset_translator import Direction, Outcome, TopicOffset, TranslatedOffset
 from mirror_sink.failover.checkpoints.spark_checkpoint import CheckpointRefused, kafka_offsets, rewrite_checkpoint
 

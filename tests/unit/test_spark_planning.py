@@ -8,8 +8,8 @@ from collections.abc import Collection
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
 
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.spark.byte_budget import LogSpan, cap_by_bytes
 from mirror_sink.spark.datasource import MirrorSinkStreamReader, RangePartition
 from mirror_sink.topics.source_discovery import TopicMapping

@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import RecoverableTaskFailure
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.errors import RecoverableTaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.task.start_offsets import StartOffsetResolver
 
 pytestmark = pytest.mark.unit

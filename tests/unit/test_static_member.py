@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mirror_sink.core import clients
+from mirror_sink.core.clients import clients
 from mirror_sink.task.static_member import instance_id
 
 pytestmark = pytest.mark.unit

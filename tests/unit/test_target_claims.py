@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.worker.target_claims import TargetTopicClaims
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.topic_filter import DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, TopicFilter
 
 
 def _default() -> TopicFilter:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirror_sink.core.transaction_log import (
+from mirror_sink.core.formats.transaction_log import (
     TransactionLogFormatError,
     TransactionStatus,
     coordinator_partition,
@@ -142,7 +142,7 @@ def test_the_coordinator_partition_is_javas_string_hash() -> None:
 
 def test_a_transaction_is_visible_everywhere_or_nowhere_between_two_reads_of_the_log() -> None:
     """Prepared.visible: the rule a cut is checked by (mirror_sink.task.transaction_cuts)."""
-    from mirror_sink.core.source_transactions import Prepared, SourceTransaction
+    from mirror_sink.core.clients.source_transactions import Prepared, SourceTransaction
 
     txn = SourceTransaction("app", 7, 0, True, frozenset({("a", 0), ("b", 1)}), False, 0, 1)
     done = Prepared(txn, log_partition=3, prepared_at=10, completed_at=12)
@@ -157,7 +157,7 @@ def test_a_transaction_is_visible_everywhere_or_nowhere_between_two_reads_of_the
 
 
 def _prepared(partitions: set[tuple[str, int]], prepared_at: int, completed_at: int | None) -> Any:
-    from mirror_sink.core.source_transactions import Prepared, SourceTransaction
+    from mirror_sink.core.clients.source_transactions import Prepared, SourceTransaction
 
     txn = SourceTransaction("app", 7, 0, True, frozenset(partitions), False, 0, 1)
     return Prepared(txn, log_partition=0, prepared_at=prepared_at, completed_at=completed_at)

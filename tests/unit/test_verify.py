@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from mirror_sink.core.offset_syncs import SyncRun
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.formats.offset_syncs import SyncRun
 from mirror_sink.failover.rehearsal.verify import (
     NO_SYNC,
     SKIPPED,

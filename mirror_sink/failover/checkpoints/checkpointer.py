@@ -18,13 +18,13 @@ import time
 from collections import defaultdict, deque
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.checkpoints import Checkpoint, checkpoints_topic
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.metrics import checkpoint_round_seconds, checkpoints_written_total
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.repeating_job import RepeatingJob
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
+from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.core.runtime.repeating_job import RepeatingJob
+from mirror_sink.core.telemetry.metrics import checkpoint_round_seconds, checkpoints_written_total
 from mirror_sink.failover.common.groups import IDLE_STATES, GroupActive, GroupMembers, list_groups
 from mirror_sink.failover.common.readers import OffsetSyncReader
 from mirror_sink.failover.common.translation import Translation, source_partitions, translate_group

@@ -2,7 +2,7 @@
 
 Spark Structured Streaming keeps its Kafka offsets in its checkpoint, Flink in its state, and some
 applications in a database: a failover that moves consumer groups moves none of them. The offset
-syncs (``mirror_sink.core.offset_syncs``) map every mirrored source offset to the target offset it
+syncs (``mirror_sink.core.formats.offset_syncs``) map every mirrored source offset to the target offset it
 landed at, so any offset can be translated exactly, or the reason it cannot be is named:
 
 - ``exact``: the answer is exact. Source to target, it is the target offset of the first mirrored
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import ConfigError
-from mirror_sink.core.offset_syncs import OffsetIndex, PartitionIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.offset_syncs import OffsetIndex, PartitionIndex
 from mirror_sink.failover.common.readers import OffsetSyncReader
 
 log = logging.getLogger(__name__)

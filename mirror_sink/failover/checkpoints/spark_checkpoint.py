@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.failover.checkpoints.offset_translator import Direction, TopicOffset, TranslatedOffset
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 
 
 def create_compacted(admin: AdminClient, topic: str, replication_factor: int) -> None:

@@ -2,7 +2,7 @@
 
 Offsets are read and committed through a consumer that carries the group's id but never joins it
 (librdkafka's AdminClient offset calls crash the process when a coordinator moves; see
-``mirror_sink.core.stable_offsets``). A commit without membership is refused by the broker while the
+``mirror_sink.core.clients.stable_offsets``). A commit without membership is refused by the broker while the
 group has active members (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION), so a group that becomes active
 between our check and our commit is still never moved under its consumers.
 """
@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.stable_offsets import Committed, read_stable_commits
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.clients.stable_offsets import Committed, read_stable_commits
 
 #: Group states in which nobody consumes: offsets may be moved.
 IDLE_STATES = frozenset({"EMPTY", "DEAD", "UNKNOWN"})

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.checkpoints import Checkpoint
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.group_cuts import GroupCut
-from mirror_sink.core.offset_syncs import OffsetIndex, OffsetSync
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.formats.checkpoints import Checkpoint
+from mirror_sink.core.formats.group_cuts import GroupCut
+from mirror_sink.core.formats.offset_syncs import OffsetIndex, OffsetSync
 from mirror_sink.failover.common.failover_record import FailoverRecord, read_records
 
 log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def read_group_cuts(
     target_props: Mapping[str, str], topic: str, client_id: str, timeout_s: float = 60.0
 ) -> dict[tuple[str, TargetPartition], GroupCut]:
     """The newest position at a cut of every (group, target partition) in ``topic``
-    (``mirror_sink.core.group_cuts``), read_committed: each is visible with the data it matches."""
+    (``mirror_sink.core.formats.group_cuts``), read_committed: each is visible with the data it matches."""
     reader = _TopicReader(target_props, topic, client_id, "read_committed")
     try:
         latest: dict[tuple[str, TargetPartition], GroupCut] = {}

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.commit_metadata import commit_metadata, source_topic_ids
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.commit_metadata import commit_metadata, source_topic_ids
 from mirror_sink.failover.common.groups import group_member
 
 

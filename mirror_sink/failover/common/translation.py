@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from mirror_sink.core.checkpoints import Checkpoint
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.checkpoints import Checkpoint
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 
 
 def read_watermarks(consumer: Consumer, topic: str, partition: int, role: str) -> tuple[int, int]:

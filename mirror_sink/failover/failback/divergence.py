@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.partitions import SourcePartition
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.failover.common.failover_record import FailoverRecord
 from mirror_sink.failover.common.shadow_group import ShadowGroupOffsets
 

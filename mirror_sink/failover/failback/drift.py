@@ -26,8 +26,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.topic_filter import TopicFilter
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.settings.topic_filter import TopicFilter
 from mirror_sink.failover.common.failover_record import FailoverRecord
 from mirror_sink.topics.topic_provisioner import COPIED_CONFIGS, DEFAULT_TARGET_CONFIGS
 

@@ -25,10 +25,10 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from mirror_sink.failover.common.failover_record import FailoverRecord, PartitionCut, failovers_topic, latest
 from mirror_sink.failover.common.groups import IDLE_STATES, list_groups
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, read_failovers

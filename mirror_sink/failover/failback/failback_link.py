@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.replication_policy import IdentityReplicationPolicy
-from mirror_sink.core.stable_offsets import read_stable_offsets
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients.stable_offsets import read_stable_offsets
+from mirror_sink.core.settings.replication_policy import IdentityReplicationPolicy
 from mirror_sink.failover.common.failover_record import FailoverRecord
 from mirror_sink.failover.common.groups import group_member
 from mirror_sink.failover.common.shadow_group import ShadowGroupOffsets

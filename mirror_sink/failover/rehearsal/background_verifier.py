@@ -13,15 +13,15 @@ import contextlib
 import threading
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.metrics import (
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.core.runtime.repeating_job import RepeatingJob
+from mirror_sink.core.telemetry.metrics import (
     verified_bytes_total,
     verified_offset,
     verify_mismatches_total,
     verify_unverifiable_records_total,
 )
-from mirror_sink.core.partitions import TargetPartition
-from mirror_sink.core.repeating_job import RepeatingJob
 from mirror_sink.failover.rehearsal.verify import Verifier, VerifyReport
 
 

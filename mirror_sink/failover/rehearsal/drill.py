@@ -45,12 +45,12 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.commit_metadata import stored_at_cut
-from mirror_sink.core.drills import drill_group, drills_topic
-from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.formats.commit_metadata import stored_at_cut
+from mirror_sink.core.formats.drills import drill_group, drills_topic
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from mirror_sink.failover.common.compacted_topic import create_compacted
 from mirror_sink.failover.common.groups import (
     ClusterUnreachable,

@@ -14,14 +14,14 @@ import threading
 from typing import Any
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.drills import drills_topic
-from mirror_sink.core.logs import context_logger
-from mirror_sink.core.metrics import (
+from mirror_sink.core.formats.drills import drills_topic
+from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.core.runtime.repeating_job import RepeatingJob
+from mirror_sink.core.telemetry.metrics import (
     last_drill_passed,
     last_drill_timestamp_seconds,
     last_passed_drill_timestamp_seconds,
 )
-from mirror_sink.core.repeating_job import RepeatingJob
 from mirror_sink.failover.rehearsal.drill import read_drills
 
 #: How often the reports are read again.

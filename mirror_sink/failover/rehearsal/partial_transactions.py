@@ -38,10 +38,10 @@ from confluent_kafka import Consumer
 from kafka.protocol.consumer import FetchRequest
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.source_transactions import SourceTransaction, SourceTransactions
-from mirror_sink.core.transaction_log import TRANSACTION_STATE_TOPIC
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.clients.source_transactions import SourceTransaction, SourceTransactions
+from mirror_sink.core.formats.transaction_log import TRANSACTION_STATE_TOPIC
 from mirror_sink.failover.common.groups import committed_offsets
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader
 from mirror_sink.failover.common.watermarks import read_watermarks

@@ -1,7 +1,7 @@
 """``mirror-sink verify``: the target equals the source, record for record, through the offset map.
 
 Every exactly-once transaction writes, with its records, the runs of source offsets it mirrored and
-the target offsets they landed at (``mirror_sink.core.offset_syncs``). Verification reads the
+the target offsets they landed at (``mirror_sink.core.formats.offset_syncs``). Verification reads the
 committed syncs, then both sides' committed records of each synced partition, and walks them
 together: the target record at ``target + i`` of a run must equal the source record at
 ``source + i`` in key, value, headers and timestamp. It compares records, not bytes, so a raw
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.errors import ConfigError, TaskFailure
-from mirror_sink.core.offset_syncs import OffsetIndex, SyncRun
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.repeating_job import Stopped
+from mirror_sink.core.base.errors import ConfigError, TaskFailure
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.formats.offset_syncs import OffsetIndex, SyncRun
+from mirror_sink.core.runtime.repeating_job import Stopped
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader, unused_group_error
 from mirror_sink.failover.common.watermarks import read_watermarks
 

@@ -20,9 +20,9 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.logs import context_logger
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients import clients
+from mirror_sink.core.runtime.logs import context_logger
 from mirror_sink.failover.common.compacted_topic import create_compacted
 from mirror_sink.failover.common.failover_record import FailoverRecord, GroupMove, PartitionCut, failovers_topic
 from mirror_sink.failover.common.groups import (

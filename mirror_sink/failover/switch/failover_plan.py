@@ -19,14 +19,14 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.checkpoints import checkpoints_topic
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.group_cuts import GroupCut
-from mirror_sink.core.offset_syncs import OffsetIndex
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.clients import clients
+from mirror_sink.core.clients.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.formats.checkpoints import checkpoints_topic
+from mirror_sink.core.formats.group_cuts import GroupCut
+from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from mirror_sink.failover.common.groups import ClusterUnreachable, committed_offsets, list_groups
 from mirror_sink.failover.common.readers import OffsetSyncReader, read_checkpoints, read_group_cuts
 from mirror_sink.failover.common.translation import Translation, TranslationFallback

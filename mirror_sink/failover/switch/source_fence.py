@@ -43,8 +43,8 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaPythonPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core import clients
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients import clients
 from mirror_sink.raw.capabilities import client_options
 
 #: A producer that wrote to a mirrored partition within this long counts as still writing.

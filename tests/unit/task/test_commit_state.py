@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from mirror_sink.core.partitions import SourcePartition
-from mirror_sink.core.skipped_ranges import Recreation, SkippedRange
+from mirror_sink.core.base.partitions import SourcePartition
+from mirror_sink.core.formats.skipped_ranges import Recreation, SkippedRange
 from mirror_sink.task.commit_state import CommitState
 
 pytestmark = pytest.mark.unit

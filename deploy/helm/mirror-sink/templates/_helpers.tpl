@@ -103,7 +103,7 @@ would print 67108864 as 6.7108864e+07: whole numbers print as integers.
 {{- end -}}
 
 {{/*
-Keys whose values are credentials (mirror_sink.core.secrets's pattern); keys naming a file, a location
+Keys whose values are credentials (mirror_sink.core.settings.secrets's pattern); keys naming a file, a location
 or a URL hold no credential. Such a value must be a config provider reference to a mounted Secret.
 Call with (dict "where" "config" "map" $map).
 */}}

@@ -29,7 +29,8 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mirror_sink.core.metric_names import (
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.telemetry.metric_names import (
     DEFAULT_METRIC_NAMES_FORMATS,
     MM2,
     MM2_ATTRIBUTES,
@@ -38,7 +39,6 @@ from mirror_sink.core.metric_names import (
     MM2_NEW_LABELS,
     MetricNamesFormat,
 )
-from mirror_sink.core.partitions import TargetPartition
 
 SINK_TASK = "kafka_connect_sink_task_metrics_"
 TASK_LABELS = ("connector", "task")

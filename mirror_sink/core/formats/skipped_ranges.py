@@ -13,7 +13,7 @@ two places:
   key per event (source topic, partition, topic id, and the first missing offset or the topic id
   before), so compaction keeps every one. Key and value are JSON, readable with
   ``kafka-console-consumer``;
-- a marker in the offset syncs (``mirror_sink.core.offset_syncs``): a gap (version 1), which
+- a marker in the offset syncs (``mirror_sink.core.formats.offset_syncs``): a gap (version 1), which
   translation and failover never treat as mirrored, or a new incarnation (version 2), from which on
   nothing known of the old topic translates.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
 
 #: Why a range is skipped; the one reason (a recreated topic is continued, never skipped over).
 DELETED_BEFORE_MIRRORED = "deleted on the source before it was mirrored (retention or DeleteRecords)"

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AclOperation, AdminClient
 from cryptography import x509
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 
 #: Kafka's authorization error codes -> the resource type each refuses.
 AUTHORIZATION_ERRORS = {29: "TOPIC", 30: "GROUP", 31: "CLUSTER", 53: "TRANSACTIONAL_ID"}

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from mirror_sink.core.logs import Log
+from mirror_sink.core.runtime.logs import Log
 
 
 class Stopped(Exception):

@@ -14,11 +14,11 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, TopicPartition
 
-from mirror_sink.core.group_metadata import GroupMetadata
-from mirror_sink.core.metrics import CycleStats
-from mirror_sink.core.offset_syncs import SyncSpan
-from mirror_sink.core.partitions import SourcePartition, TargetPartition
-from mirror_sink.core.skipped_ranges import AuditRecord
+from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
+from mirror_sink.core.formats.group_metadata import GroupMetadata
+from mirror_sink.core.formats.offset_syncs import SyncSpan
+from mirror_sink.core.formats.skipped_ranges import AuditRecord
+from mirror_sink.core.telemetry.metrics import CycleStats
 
 #: Partitions per offset commit sent to a transaction: the group coordinator appends each
 #: TxnOffsetCommit's offsets as one batch to __consumer_offsets and refuses a batch over its 1 MB

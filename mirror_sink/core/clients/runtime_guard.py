@@ -12,8 +12,8 @@ import threading
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror_sink.core import clients
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients import clients
 
 SPARK_SUFFIX = ".spark-runtime"
 

@@ -19,9 +19,9 @@ from typing import Any
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import TaskFailure
-from mirror_sink.core.reachability import bootstrap_addresses
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import TaskFailure
+from mirror_sink.core.clients.reachability import bootstrap_addresses
 
 _TLS = ("SSL", "SASL_SSL")
 # librdkafka's error text starts with the broker's name and ends with the time and state.

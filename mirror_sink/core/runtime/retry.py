@@ -22,8 +22,8 @@ from tenacity import (
     wait_exponential,
 )
 
-from mirror_sink.core.errors import Retriable
-from mirror_sink.core.logs import Log
+from mirror_sink.core.base.errors import Retriable
+from mirror_sink.core.runtime.logs import Log
 
 log = logging.getLogger(__name__)
 

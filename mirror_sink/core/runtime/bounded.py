@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from mirror_sink.core.errors import ClientWedged
+from mirror_sink.core.base.errors import ClientWedged
 
 T = TypeVar("T")
 

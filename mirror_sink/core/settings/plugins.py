@@ -15,7 +15,7 @@ import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
 
 #: The entry-point group connector plugins register under (see pyproject.toml).
 GROUP = "mirror_sink.connectors"

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.clients import LIBRDKAFKA_LOG
-from mirror_sink.core.transaction_log import (
+from mirror_sink.core.clients.clients import LIBRDKAFKA_LOG
+from mirror_sink.core.formats.transaction_log import (
     TRANSACTION_STATE_TOPIC,
     TransactionLogFormatError,
     TransactionLogValue,

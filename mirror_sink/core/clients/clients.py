@@ -9,8 +9,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirror_sink.core.deadline import Deadline
-from mirror_sink.core.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.base.deadline import Deadline
+from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, Retriable, TaskFailure
 
 # librdkafka settings; Any because the 'logger' entry is a logging.Logger.
 ClientConfig = dict[str, Any]
@@ -159,7 +159,7 @@ def is_fatal(err: KafkaError) -> bool:
 
 
 def classify(what: str, err: KafkaError) -> Exception:
-    """A librdkafka error as the error class that decides what happens next (``mirror_sink.core.errors``)."""
+    """A librdkafka error as the error class that decides what happens next (``mirror_sink.core.base.errors``)."""
     if is_fatal(err):
         return RecoverableTaskFailure(f"{what} failed fatally: {err.str()}")
     if err.txn_requires_abort():

@@ -5,7 +5,7 @@ What happens next depends only on the class:
 - ``TaskFailure`` (fatal): the task ends FAILED with the message and trace;
 - ``RecoverableTaskFailure``: the task's clients are replaced, a bounded number of times;
 - ``AbortCycle``: the open cycle is aborted and re-read from the committed offsets;
-- ``Retriable``: the same call is tried again with backoff (``mirror_sink.core.retry``);
+- ``Retriable``: the same call is tried again with backoff (``mirror_sink.core.runtime.retry``);
 - ``SwitchToRecordMode``: raised between cycles (nothing open), the task reopens its clients in
   record mode (``mirror.mode=auto`` only), not counted as a failure.
 """
@@ -44,7 +44,7 @@ class AbortCycle(Exception):
 
 
 class Retriable(Exception):
-    """Try again after a backoff (``mirror_sink.core.retry``); past the deadline it is raised as it is."""
+    """Try again after a backoff (``mirror_sink.core.runtime.retry``); past the deadline it is raised as it is."""
 
 
 class SourceTruncated(TaskFailure):

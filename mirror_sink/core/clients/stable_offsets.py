@@ -19,9 +19,9 @@ from typing import NamedTuple, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from mirror_sink.core.clients import in_parts
-from mirror_sink.core.errors import RecoverableTaskFailure, Retriable, TaskFailure
-from mirror_sink.core.retry import retry_call
+from mirror_sink.core.base.errors import RecoverableTaskFailure, Retriable, TaskFailure
+from mirror_sink.core.clients.clients import in_parts
+from mirror_sink.core.runtime.retry import retry_call
 
 log = logging.getLogger(__name__)
 

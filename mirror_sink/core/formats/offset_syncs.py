@@ -16,7 +16,7 @@ target offset of the first mirrored record whose source offset is ``>= S``; when
 below ``S`` is mirrored and none at or after it yet, to the target offset after the last mirrored one
 (the records between are only transaction markers).
 
-Skipped ranges (``offset.gap.policy=skip``, ``mirror_sink.core.skipped_ranges``). A sync may start
+Skipped ranges (``offset.gap.policy=skip``, ``mirror_sink.core.formats.skipped_ranges``). A sync may start
 with a gap: source offsets ``[source_start, skipped_to)`` were deleted on the source before they
 were mirrored and were stepped over on purpose. Translation never crosses a gap: a source offset
 whose first mirrored record at or after it lies past a gap has no exact target offset.
@@ -46,8 +46,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from mirror_sink.core.checkpoints import kafka_string, read_kafka_string
-from mirror_sink.core.partitions import TargetPartition
+from mirror_sink.core.base.partitions import TargetPartition
+from mirror_sink.core.formats.checkpoints import kafka_string, read_kafka_string
 
 VERSION = 0
 #: The version of a sync that starts with a skipped range.

@@ -19,8 +19,8 @@ import os
 import re
 from collections.abc import Mapping
 
-from mirror_sink.core.config_files import parse_properties
-from mirror_sink.core.errors import ConfigError
+from mirror_sink.core.base.errors import ConfigError
+from mirror_sink.core.settings.config_files import parse_properties
 
 SUPPORTED_PROVIDERS = ("env", "file")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer
 
-from mirror_sink.core.errors import TaskFailure
+from mirror_sink.core.base.errors import TaskFailure
 
 
 @dataclass(frozen=True)

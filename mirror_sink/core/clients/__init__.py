@@ -1,0 +1,1 @@
+"""Clients of a cluster: construction with the settings correctness needs, reachability, refusals, stable reads."""

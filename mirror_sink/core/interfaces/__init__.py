@@ -1,0 +1,1 @@
+"""The interface a task's two data paths (record and raw) share."""

@@ -1,0 +1,1 @@
+"""Process helpers: logging, retry, repeating jobs, bounded calls, exits, memory settings, build facts."""

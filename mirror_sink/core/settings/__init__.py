@@ -1,0 +1,1 @@
+"""Config infrastructure and policies: files, providers, secrets, plugin discovery, topic naming and filters."""
