@@ -11,7 +11,8 @@ import pytest
 
 from devkafka.data import create_topic
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.harness import MirrorProcess, Unique, WorkerProcess
+from tests.integration.harness.processes import MirrorProcess, WorkerProcess
+from tests.integration.harness.topics import Unique
 
 #: The tests' Spark settings: C1 and the serial collector for every Spark JVM (spark-defaults.conf, spark-env.sh).
 SPARK_CONF_DIR = Path(__file__).parent / "spark_conf"

@@ -21,7 +21,7 @@ from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.topics.required_acls import RequiredAcl, required_acls
-from tests.integration.harness import FAST_SETTINGS
+from tests.integration.harness.configs import FAST_SETTINGS
 
 PRINCIPAL = f"User:{MIRROR_USER}"
 

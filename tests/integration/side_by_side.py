@@ -15,15 +15,10 @@ from dataclasses import dataclass
 
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.harness import (
-    LiveReader,
-    MirrorProcess,
-    TransactionalLoad,
-    assert_exact_mirror,
-    contents,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
+from tests.integration.harness.waiting import wait_until
 
 
 @dataclass

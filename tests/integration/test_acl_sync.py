@@ -23,7 +23,9 @@ from devkafka.data import Rec, create_topic, produce
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.pair import DevClusters
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import mirror_config, shadow_caught_up, wait_until
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import shadow_caught_up
+from tests.integration.harness.waiting import wait_until
 from tests.integration.secured import acls_for, create_bindings, grant, revoke, secured_config
 
 pytestmark = pytest.mark.timeout(180)

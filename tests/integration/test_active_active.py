@@ -27,20 +27,19 @@ from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    MirrorProcess,
-    TransactionalLoad,
-    Unique,
+from tests.integration.harness.clusters import commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import (
     assert_exact_mirror,
     assert_offset_syncs_exact,
-    commit_group_offsets,
     committed_on_target,
-    mirror_config,
     offset_syncs_of,
-    run_failover,
     shadow_caught_up,
-    wait_until,
 )
+from tests.integration.harness.processes import MirrorProcess, run_failover
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 2
 #: Checkpoints and group sync every second, for the groups named in each mirror's ``groups``.

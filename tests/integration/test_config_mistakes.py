@@ -9,7 +9,10 @@ import httpx
 from devkafka.data import Rec, produce
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import Unique, WorkerProcess, mirror_config, wait_until
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.processes import WorkerProcess
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 
 def test_source_and_target_being_one_cluster_under_the_identity_policy_is_refused_at_start(

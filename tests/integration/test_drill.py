@@ -17,16 +17,13 @@ from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.formats.drills import drills_topic
 from mirror_sink.failover.rehearsal.drill import SCHEMA
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    commit_group_offsets,
-    mirror_config,
-    run_audit,
-    run_drill,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.clusters import commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import shadow_caught_up
+from tests.integration.harness.processes import run_audit, run_drill
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 3
 UNMIRRORED = 10  # per partition, written while the mirror is stalled

@@ -27,7 +27,11 @@ from devkafka.data import create_topic, end_offsets, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.formats.group_cuts import GroupCut, group_cuts_topic
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import Unique, committed_on_target, mirror_config, run_failover, wait_until
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import committed_on_target
+from tests.integration.harness.processes import run_failover
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 INPUTS = 1200
 

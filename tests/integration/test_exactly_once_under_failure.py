@@ -23,18 +23,12 @@ import pytest
 from devkafka.data import create_topic, read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    LiveReader,
-    MirrorProcess,
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    assert_offset_syncs_exact,
-    contents,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, assert_offset_syncs_exact, shadow_caught_up
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 # (topic suffix, partitions, codec, committed records)
 SOURCES = [("lz4", 4, "lz4", 14_000), ("zstd", 2, "zstd", 7_000)]

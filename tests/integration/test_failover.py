@@ -31,20 +31,13 @@ from mirror_sink.core.formats.offset_syncs import offset_syncs_topic
 from mirror_sink.failover.common.failover_record import FailoverRecord, failovers_topic, latest, read_records
 from mirror_sink.failover.failback.divergence import diverged_topic
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    assert_refused_alike,
-    commit_group_offsets,
-    committed_on_target,
-    compacted_with_gaps,
-    mirror_config,
-    run_failback,
-    run_failover,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.clusters import assert_refused_alike, commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
+from tests.integration.harness.processes import run_failback, run_failover
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique, compacted_with_gaps
+from tests.integration.harness.waiting import wait_until
 from tests.integration.java_tools import java_translate_offsets
 
 CHECKPOINTS = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "1"}

@@ -27,15 +27,11 @@ from devkafka.podman import podman as devkafka_podman
 from mirror_sink.core.runtime import build_info
 from tests.helm_render import find, render_chart, worker_args, worker_env, worker_mounts
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    committed_on_target,
-    connector_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import connector_config
+from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The container's user (distroless's "nonroot"), which must own the data volume.

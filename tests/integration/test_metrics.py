@@ -15,19 +15,13 @@ from devkafka.cluster import free_port
 from devkafka.data import Rec, create_topic, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import (
-    MirrorProcess,
-    TransactionalLoad,
-    Unique,
-    WorkerProcess,
-    assert_exact_mirror,
-    mirror_config,
-    run_drill,
-    scrape,
-    shadow_caught_up,
-    total,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.metrics import scrape, total
+from tests.integration.harness.processes import MirrorProcess, WorkerProcess, run_drill
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
 #: KIP-1280's names of the same series (metric.names.formats=new): MM2's attribute after this prefix.

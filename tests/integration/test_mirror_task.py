@@ -26,16 +26,12 @@ from devkafka.endpoints import KafkaEndpoint
 from devkafka.jars import KafkaJars
 from mirror_sink.record.record_path import assign_validated
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    MirrorProcess,
-    Unique,
-    assert_exact_mirror,
-    contents,
-    mirror_config,
-    shadow_caught_up,
-    tricky_records,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.records import contents, tricky_records
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 
 @pytest.mark.parametrize(

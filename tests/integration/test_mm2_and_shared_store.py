@@ -9,17 +9,12 @@ import httpx
 from devkafka.data import produce
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import (
-    FAST_SETTINGS,
-    ChildProcess,
-    TransactionalLoad,
-    Unique,
-    WorkerProcess,
-    assert_exact_mirror,
-    shadow_caught_up,
-    tricky_records,
-    wait_until,
-)
+from tests.integration.harness.configs import FAST_SETTINGS
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import ChildProcess, WorkerProcess
+from tests.integration.harness.records import TransactionalLoad, tricky_records
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 
 def mm2_file(path: Path, source: KafkaEndpoint, target: KafkaEndpoint, topics: str, connector_type: str) -> Path:

@@ -27,7 +27,10 @@ from devkafka.jars import KafkaJars
 from devkafka.link import Link, add_linked_listener
 from devkafka.processes import reap_with_this_process
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import TransactionalLoad, Unique, committed_data_batches, mirror_config, wait_until
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.records import TransactionalLoad, committed_data_batches
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide
 
 pytestmark = pytest.mark.timeout(600)

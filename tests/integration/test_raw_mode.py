@@ -12,23 +12,18 @@ from functools import partial
 import psutil
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from mirror_sink.raw.batches import HEADER_SIZE
 
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
 from devkafka.endpoints import KafkaEndpoint
-from mirror_sink.raw.batches import HEADER_SIZE
 from mirror_sink.raw.forwarder import SAMPLE_BATCHES
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    MirrorProcess,
-    Unique,
-    assert_exact_mirror,
-    committed_data_batches,
-    compacted_with_gaps,
-    mirror_config,
-    shadow_caught_up,
-    tricky_records,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.records import committed_data_batches, tricky_records
+from tests.integration.harness.topics import Unique, compacted_with_gaps
+from tests.integration.harness.waiting import wait_until
 
 RAW = {"mirror.mode": "raw"}
 

@@ -48,7 +48,11 @@ from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, pro
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, WireClient
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import MirrorProcess, TransactionalLoad, Unique, mirror_config, wait_until
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide
 
 pytestmark = pytest.mark.timeout(900)

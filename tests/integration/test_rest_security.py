@@ -20,7 +20,8 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 
 from devkafka.cluster import free_port
-from tests.integration.harness import ChildProcess, WorkerProcess, wait_until
+from tests.integration.harness.processes import ChildProcess, WorkerProcess
+from tests.integration.harness.waiting import wait_until
 
 PLUGIN = "org.apache.kafka.connect.mirror.MirrorSinkConnector"
 KEY_PASSWORD = "key-pw-s3cret"

@@ -31,18 +31,12 @@ from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.failover.common.failover_record import failovers_topic
 from mirror_sink.topics.required_acls import RequiredAcl, source_fence_acls, verify_and_drill_acls
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    FAST_SETTINGS,
-    TransactionalLoad,
-    WorkerProcess,
-    assert_exact_mirror,
-    commit_group_offsets,
-    run_drill,
-    run_failover,
-    run_verify,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.clusters import commit_group_offsets
+from tests.integration.harness.configs import FAST_SETTINGS
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import WorkerProcess, run_drill, run_failover, run_verify
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.waiting import wait_until
 from tests.integration.secured import acls_for, create_bindings, grant, secured_config
 
 pytestmark = pytest.mark.timeout(600)

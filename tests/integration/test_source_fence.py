@@ -19,15 +19,12 @@ from confluent_kafka import Producer
 from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    Unique,
-    assert_refused_alike,
-    commit_group_offsets,
-    mirror_config,
-    run_failover,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.clusters import assert_refused_alike, commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import shadow_caught_up
+from tests.integration.harness.processes import run_failover
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 

@@ -24,16 +24,12 @@ from mirror_sink.core.formats.commit_metadata import stored_topic_id
 from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from mirror_sink.core.formats.skipped_ranges import gaps_topic
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    MirrorProcess,
-    Unique,
-    mirror_config,
-    offset_syncs_of,
-    scrape,
-    shadow_caught_up,
-    total,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import offset_syncs_of, shadow_caught_up
+from tests.integration.harness.metrics import scrape, total
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 MODES = ("raw", "record")
 #: How soon a stopped mirror must say so: before the next retry, not after a minute.

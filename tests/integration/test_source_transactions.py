@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from devkafka.data import create_topic
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.clients.source_transactions import SourceTransaction, SourceTransactions
-from tests.integration.harness import Unique
+from tests.integration.harness.topics import Unique
 from tests.integration.java_tools import java_transactions
 
 Written = list[tuple[bool | None, list[tuple[str, int, int]]]]

@@ -23,14 +23,12 @@ from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.jars import SparkKafkaJars
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    mirror_config,
-    run_translate,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import shadow_caught_up
+from tests.integration.harness.processes import run_translate
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 APP = Path(__file__).parent / "spark_apps" / "kafka_reader.py"
 

@@ -13,14 +13,11 @@ import pytest
 from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.spark_standalone import ROOT, SparkStandalone, SparkSubmit
-from tests.integration.harness import (
-    Unique,
-    assert_exact_mirror,
-    committed_on_target,
-    mirror_config,
-    payload,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target
+from tests.integration.harness.records import payload
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 #: Two Spark applications in one test, each a few minutes on a loaded machine (see FIRST_RANGES_S).
 pytestmark = pytest.mark.timeout(900)

@@ -17,16 +17,12 @@ import pytest
 from devkafka.data import ProduceSpec, Rec, create_topic, produce
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    ChildProcess,
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    mirror_config,
-    shadow_caught_up,
-    tricky_records,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import ChildProcess
+from tests.integration.harness.records import TransactionalLoad, tricky_records
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 
 class SparkRun(ChildProcess):

@@ -12,16 +12,11 @@ from confluent_kafka.admin import AdminClient
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    LiveReader,
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    contents,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 4
 RECORDS = 6_000

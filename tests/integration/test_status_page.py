@@ -21,14 +21,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 from devkafka.data import Rec, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    WorkerProcess,
-    commit_group_offsets,
-    mirror_config,
-    run_drill,
-)
+from tests.integration.harness.clusters import commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.processes import WorkerProcess, run_drill
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
 
 
 @pytest.fixture

@@ -21,15 +21,11 @@ from devkafka.data import Rec, create_topic, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.task.task_run import task_slot
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    LiveReader,
-    Unique,
-    assert_exact_mirror,
-    committed_on_target,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
+from tests.integration.harness.records import LiveReader
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 2
 RECORDS = 200

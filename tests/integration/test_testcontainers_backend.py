@@ -28,15 +28,11 @@ from devkafka.data import create_topic, read_all
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.podman import podman
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    committed_on_target,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 3
 #: Committed records; with 100 a transaction, every fifth aborted and a pause between transactions,

@@ -19,7 +19,8 @@ from mirror_sink.topics.coordinators import ask_coordinators
 from mirror_sink.topics.source_discovery import TopicMapping
 from mirror_sink.topics.topic_provisioner import TopicProvisioner
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import Unique, mirror_config
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.topics import Unique
 
 #: A broker's max.message.bytes where nothing sets one (Kafka's default).
 BROKER_DEFAULT = 1024 * 1024 + 12

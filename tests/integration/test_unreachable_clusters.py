@@ -18,7 +18,10 @@ import pytest
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.link import black_hole, refused_address
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import ChildProcess, Unique, WorkerProcess, mirror_config, wait_until
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.processes import ChildProcess, WorkerProcess
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 #: What the issue asks of the first line: within 10 s of start.
 FIRST_LINE_S = 10.0

@@ -17,16 +17,13 @@ from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.failover.rehearsal.verify import SOURCE_GONE
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    TransactionalLoad,
-    Unique,
-    commit_group_offsets,
-    committed_on_target,
-    mirror_config,
-    run_verify,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.clusters import commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import committed_on_target, shadow_caught_up
+from tests.integration.harness.processes import run_verify
+from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 from tests.integration.java_tools import java_transactions
 
 

@@ -12,14 +12,11 @@ from pathlib import Path
 
 from devkafka.data import ProduceSpec, Rec, create_topic, produce_transactions
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.harness import (
-    MirrorProcess,
-    Unique,
-    assert_exact_mirror,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import MirrorProcess
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -30,14 +30,12 @@ from confluent_kafka.admin import AdminClient
 from devkafka.data import create_topic, read_all, wait_until_served
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
-from tests.integration.harness import (
-    Unique,
-    commit_group_offsets,
-    mirror_config,
-    run_drill,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.clusters import commit_group_offsets
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import shadow_caught_up
+from tests.integration.harness.processes import run_drill
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 from tests.integration.java_tools import java_transactions
 
 _WIDTH = re.compile(rb"^(?P<writer>.+)-(?P<i>\d+)-(?P<w>\d+)$")

@@ -20,17 +20,12 @@ import pytest
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import (
-    FAST_SETTINGS,
-    LiveReader,
-    TransactionalLoad,
-    Unique,
-    WorkerProcess,
-    assert_exact_mirror,
-    contents,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import FAST_SETTINGS
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import WorkerProcess
+from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -15,19 +15,12 @@ from confluent_kafka import Consumer, TopicPartition
 from devkafka.data import ProduceSpec, Rec, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import TopicFactory
-from tests.integration.harness import (
-    PLUGIN,
-    ChildProcess,
-    LiveReader,
-    TransactionalLoad,
-    Unique,
-    WorkerProcess,
-    assert_exact_mirror,
-    connector_config,
-    contents,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import PLUGIN, connector_config
+from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
+from tests.integration.harness.processes import ChildProcess, WorkerProcess
+from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 
 @pytest.fixture

@@ -17,17 +17,11 @@ import pytest
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory, TopicFactory
-from tests.integration.harness import (
-    LiveReader,
-    TransactionalLoad,
-    Unique,
-    assert_exact_mirror,
-    assert_offset_syncs_exact,
-    contents,
-    mirror_config,
-    shadow_caught_up,
-    wait_until,
-)
+from tests.integration.harness.configs import mirror_config
+from tests.integration.harness.exactness import assert_exact_mirror, assert_offset_syncs_exact, shadow_caught_up
+from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
+from tests.integration.harness.topics import Unique
+from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 6
 RECORDS = 12_000
