@@ -16,11 +16,11 @@ from bench.common.cpu import BusyTimeline, ProcessCpu
 from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
 from mirror_sink.core.base.partitions import TargetPartition
-from mirror_sink.raw.committer import RawCommitter
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.transactions import TransactionClient
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.produce.producer import ProducePipeline
+from mirror_sink.raw.txn.committer import RawCommitter
+from mirror_sink.raw.txn.transactions import TransactionClient
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import WireClient
 
 
 @dataclass

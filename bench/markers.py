@@ -58,10 +58,10 @@ from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import client_settings, create_topic
 from devkafka.jars import KafkaJars
 from mirror_sink.core.base.partitions import TargetPartition
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.transactions import TransactionClient
-from mirror_sink.raw.wire import NodeId, WireClient
+from mirror_sink.raw.produce.producer import ProducePipeline
+from mirror_sink.raw.txn.transactions import TransactionClient
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import NodeId, WireClient
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = (1, 10, 100, 300, 1000)

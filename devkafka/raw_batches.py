@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 from devkafka.data import Address, client_settings, end_offsets
 from mirror_sink.core.base.partitions import SourcePartition
-from mirror_sink.raw.fetcher import Fetched, RawFetcher
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.fetch.fetcher import Fetched, RawFetcher
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import WireClient
 
 
 def read_committed_batches(

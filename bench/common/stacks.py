@@ -12,15 +12,17 @@ from pathlib import Path
 
 #: Where a sample's time goes, by the frame on top of its stack (the first match wins; the start-up
 #: bucket looks at the whole stack). py-spy without --native shows a C call as the Python line making it.
+#: Raw mode's files are matched with or without their room (``raw/wire/``...): stacks recorded before
+#: the rooms existed still fall in the same buckets.
 BUCKETS: list[tuple[str, re.Pattern[str]]] = [
     ("start-up (imports)", re.compile(r"<module>|_find_and_load")),
     ("socket send (sendmsg)", re.compile(r"^_sock_send\w*\b")),
     ("socket receive (recv_into)", re.compile(r"^_sock_recv\b")),
-    ("frame allocation", re.compile(r"\((kafka/protocol/frame\.py|.*raw/frames\.py)|^_feed\b")),
+    ("frame allocation", re.compile(r"\((kafka/protocol/frame\.py|.*raw/(?:\w+/)?frames\.py)|^_feed\b")),
     # py-spy cannot always tell a thread parked in epoll from a busy one: kept apart from the work.
     ("in select (waiting, mostly)", re.compile(r"^EpollSelector\.select\b")),
     ("thread wake-ups", re.compile(r"\(.*threading\.py|\.wakeup \(|^(nudge|_wake)\b")),
-    ("batch rewrite and CRC", re.compile(r"\(.*raw/(batches|forwarder|reencode)\.py|crc", re.IGNORECASE)),
+    ("batch rewrite and CRC", re.compile(r"\(.*raw/(?:\w+/)?(batches|forwarder|reencode)\.py|crc", re.IGNORECASE)),
 ]
 
 

@@ -45,7 +45,7 @@ from mirror_sink.core.telemetry.metric_names import (
     MetricNamesFormat,
     parse_metric_names_formats,
 )
-from mirror_sink.raw.capabilities import unsupported
+from mirror_sink.raw.wire.capabilities import unsupported
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,11 @@ from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.runtime.logs import Log
 from mirror_sink.core.telemetry.metrics import CycleStats
-from mirror_sink.raw.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
-from mirror_sink.raw.fetcher import Fetched
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.reencode import reencode
+from mirror_sink.raw.fetch.fetcher import Fetched
+from mirror_sink.raw.produce.producer import ProducePipeline
+from mirror_sink.raw.produce.reencode import reencode
+from mirror_sink.raw.wire.batches import CODECS, OLD_FORMAT, ReencodeReason, forward_problem
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
 
 SMALL_BATCH_BYTES = 4096
 SAMPLE_BATCHES = 1000

@@ -16,14 +16,14 @@ from mirror_sink.core.base.topic_ids import as_uuid
 from mirror_sink.core.interfaces.data_path import Copied, FetchSessionCounts, PathSettings, PathStatistics
 from mirror_sink.core.runtime.logs import Log
 from mirror_sink.core.telemetry.metrics import CycleStats
-from mirror_sink.raw.committer import RawCommitter
-from mirror_sink.raw.fetch_thread import FetchThread
-from mirror_sink.raw.fetcher import Fetched, RawFetcher
+from mirror_sink.raw.fetch.fetch_thread import FetchThread
+from mirror_sink.raw.fetch.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.forwarder import TARGET_MAX_MESSAGE_BYTES, BatchForwarder
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.transactions import TransactionClient
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.produce.producer import ProducePipeline
+from mirror_sink.raw.txn.committer import RawCommitter
+from mirror_sink.raw.txn.transactions import TransactionClient
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import WireClient
 
 #: Batches per partition queued for the producer beyond those in flight.
 _QUEUED_PER_PARTITION = 5

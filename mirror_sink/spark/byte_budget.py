@@ -21,7 +21,7 @@ from kafka.protocol.admin import DescribeLogDirsRequest
 from mirror_sink.core.base.deadline import Deadline
 from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.base.partitions import SourcePartition
-from mirror_sink.raw.wire import WireClient, error_name
+from mirror_sink.raw.wire.wire import WireClient, error_name
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.clients import clients
 from mirror_sink.core.runtime.logs import configure_logging
-from mirror_sink.raw.capabilities import unsupported
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.wire.capabilities import unsupported
+from mirror_sink.raw.wire.wire import WireClient
 from mirror_sink.spark.byte_budget import bytes_per_offset, cap_by_bytes
 from mirror_sink.spark.range_copier import copy_range
 from mirror_sink.task.start_offsets import StartOffsetResolver

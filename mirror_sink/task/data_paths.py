@@ -11,8 +11,8 @@ from confluent_kafka import Consumer
 from mirror_sink.config.mirror_sink_config import MirrorMode, MirrorSinkConfig, raw_mode_blockers
 from mirror_sink.core.interfaces.data_path import DataPath
 from mirror_sink.core.runtime.logs import Log
-from mirror_sink.raw.capabilities import RawUnsupported
 from mirror_sink.raw.raw_path import RawPath
+from mirror_sink.raw.wire.capabilities import RawUnsupported
 from mirror_sink.record.record_path import RecordPath
 
 

@@ -25,7 +25,7 @@ from kafka.admin import MemberToRemove
 
 from mirror_sink.core.runtime.bounded import call_bounded
 from mirror_sink.core.runtime.logs import Log
-from mirror_sink.raw.capabilities import client_options, unsupported
+from mirror_sink.raw.wire.capabilities import client_options, unsupported
 
 _REQUEST_TIMEOUT_MS = 10_000
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9._-]")

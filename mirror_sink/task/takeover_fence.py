@@ -41,7 +41,7 @@ from kafka import errors as kerr
 from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.clients import clients
 from mirror_sink.core.runtime.logs import Log
-from mirror_sink.raw.capabilities import client_options, unsupported
+from mirror_sink.raw.wire.capabilities import client_options, unsupported
 
 _REQUEST_TIMEOUT_MS = 10_000
 

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from kafka.protocol.metadata import FindCoordinatorRequest
 
 from mirror_sink.core.base.error_codes import KafkaErrorCode
-from mirror_sink.raw.capabilities import unsupported
-from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, WireClient, error_name
+from mirror_sink.raw.wire.capabilities import unsupported
+from mirror_sink.raw.wire.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, WireClient, error_name
 
 log = logging.getLogger(__name__)
 

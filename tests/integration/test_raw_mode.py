@@ -12,11 +12,11 @@ from functools import partial
 import psutil
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from mirror_sink.raw.batches import HEADER_SIZE
 
 from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.raw.forwarder import SAMPLE_BATCHES
+from mirror_sink.raw.wire.batches import HEADER_SIZE
 from tests.integration.conftest import MirrorFactory, TopicFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up

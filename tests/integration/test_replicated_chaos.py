@@ -46,7 +46,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
-from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, WireClient
+from mirror_sink.raw.wire.wire import COORDINATOR_TRANSACTION, WireClient
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.processes import MirrorProcess

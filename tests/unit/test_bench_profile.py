@@ -15,11 +15,12 @@ pytestmark = pytest.mark.unit
 def test_samples_fall_in_the_bucket_of_the_frame_on_top_and_imports_count_as_start_up(tmp_path: Path) -> None:
     raw = tmp_path / "stacks.txt"
     raw.write_text(
-        "thread (1): fetch;FetchThread._run (mirror_sink/raw/fetch_thread.py:78);"
-        "_sock_recv (mirror_sink/raw/receive.py:110) 30\n"
-        "thread (1): fetch;_feed (mirror_sink/raw/receive.py:80);FramePool.frame (mirror_sink/raw/frames.py:96) 10\n"
-        "thread (2): task;_sock_send_vectored (mirror_sink/raw/send.py:77) 40\n"
-        "thread (2): task;<module> (api/cli/main.py:1);_sock_recv (mirror_sink/raw/receive.py:110) 15\n"
+        "thread (1): fetch;FetchThread._run (mirror_sink/raw/fetch/fetch_thread.py:78);"
+        "_sock_recv (mirror_sink/raw/wire/receive.py:110) 30\n"
+        "thread (1): fetch;_feed (mirror_sink/raw/wire/receive.py:80);"
+        "FramePool.frame (mirror_sink/raw/wire/frames.py:96) 10\n"
+        "thread (2): task;_sock_send_vectored (mirror_sink/raw/wire/send.py:77) 40\n"
+        "thread (2): task;<module> (api/cli/main.py:1);_sock_recv (mirror_sink/raw/wire/receive.py:110) 15\n"
         "thread (2): task;Cycle._loop (mirror_sink/task/cycle.py:170) 5\n"
         "not a stack line\n"
     )
@@ -30,7 +31,7 @@ def test_samples_fall_in_the_bucket_of_the_frame_on_top_and_imports_count_as_sta
     assert by_bucket["socket send (sendmsg)"] == 0.40
     assert by_bucket["start-up (imports)"] == 0.15  # under an import, whatever is on top
     assert by_bucket["other"] == 0.05
-    assert top[0] == ("_sock_recv (mirror_sink/raw/receive.py:110)", 0.45)
+    assert top[0] == ("_sock_recv (mirror_sink/raw/wire/receive.py:110)", 0.45)
 
 
 def test_samples_are_shared_out_by_thread_name_whatever_form_py_spy_gives_the_thread() -> None:

@@ -17,7 +17,7 @@ LOG = """\
 2026-11-28 18:13:34,900 ERROR kafka.net.connection: <KafkaConnection node_id=2>: Connection lost: 111 ECONNREFUSED
 2026-11-28 18:13:43,677 WARNING connectors.mirror_sink_task: [t0] group membership lost (session expired?)
 2026-11-28 18:13:50,000 WARNING t: cycle aborted, rewinding to the committed offsets: TxnOffsetCommit: UNKNOWN_MEMBER
-2026-11-28 18:13:51,000 INFO  mirror_sink.raw.transactions: producer s-w1-0 has producer id 1 epoch 4
+2026-11-28 18:13:51,000 INFO  mirror_sink.raw.txn.transactions: producer s-w1-0 has producer id 1 epoch 4
 2026-11-28 18:13:56,302 INFO  connectors.mirror_sink_task: [s task 0] assigned 3 target partitions: a-0, a-1, a-2
 a line without a time stamp
 """

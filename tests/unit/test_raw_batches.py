@@ -16,7 +16,10 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.core.formats.group_metadata import parse_group_metadata
-from mirror_sink.raw.batches import (
+from mirror_sink.raw.fetch.fetcher import RawFetcher
+from mirror_sink.raw.fetch.read_committed import ReadCommittedFilter, Verdict
+from mirror_sink.raw.produce.reencode import reencode
+from mirror_sink.raw.wire.batches import (
     CONTROL,
     HEADER,
     HEADER_SIZE,
@@ -33,11 +36,8 @@ from mirror_sink.raw.batches import (
     split_batches,
     verify_crc,
 )
-from mirror_sink.raw.capabilities import unsupported
-from mirror_sink.raw.fetcher import RawFetcher
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
-from mirror_sink.raw.reencode import reencode
+from mirror_sink.raw.wire.capabilities import unsupported
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
 
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
 
@@ -521,7 +521,7 @@ def test_raw_mode_advises_record_mode_once_for_sources_of_tiny_batches() -> None
 
 
 def test_batches_read_in_place_keep_their_whole_frame_charged_until_the_last_one_is_gone() -> None:
-    """A response read in place (mirror_sink.raw.receive) is one frame: any batch still queued or
+    """A response read in place (mirror_sink.raw.wire.receive) is one frame: any batch still queued or
     unacknowledged keeps all of it in memory, so all of it stays charged until then."""
     from kafka.protocol.frame import KafkaBytes
 

@@ -14,8 +14,8 @@ from mirror_sink.core.base.error_codes import KafkaErrorCode
 from mirror_sink.core.base.errors import SourceOffsetOutOfRange, SourceTruncated
 from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.core.base.topic_ids import as_text, as_uuid
-from mirror_sink.raw.fetcher import PARK_LIMIT, RawFetcher
-from mirror_sink.raw.memory_budget import MemoryBudget
+from mirror_sink.raw.fetch.fetcher import PARK_LIMIT, RawFetcher
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
 
 TP = SourcePartition("orders", 0)
 OLD, NEW = uuid.uuid4(), uuid.uuid4()
@@ -403,7 +403,7 @@ def test_an_idle_round_costs_nothing_per_partition(monkeypatch: pytest.MonkeyPat
     """10,000 caught-up partitions: after the first round, fill and collect look at none of them
     (counted, not timed); a metadata update has every one looked at again, once."""
     clock = _Clock()
-    monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
+    monkeypatch.setattr("mirror_sink.raw.fetch.fetcher.time", clock)
 
     class _CountingWire(_Wire):
         def __init__(self) -> None:
@@ -455,7 +455,7 @@ def test_a_leader_of_many_partitions_is_never_parked_and_is_asked_once_per_max_w
     """A parked Fetch stays in the broker's purgatory under each of its session's partitions until a
     purge (a source broker ran out of heap at 10,000): above PARK_LIMIT the fetcher waits instead."""
     clock = _Clock()
-    monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
+    monkeypatch.setattr("mirror_sink.raw.fetch.fetcher.time", clock)
     wire = _Wire()
     fetcher = _fetcher(wire)
     fetcher.assign({SourcePartition("orders", p): 0 for p in range(PARK_LIMIT + 1)}, {"orders": OLD})
@@ -476,7 +476,7 @@ def test_a_leader_of_many_partitions_is_never_parked_and_is_asked_once_per_max_w
 def _watching(monkeypatch: pytest.MonkeyPatch, idle_wait_ms: int = 500) -> tuple[RawFetcher, _Wire, _Clock]:
     """A fetcher of 3 partitions whose leader has answered once with data, then fallen quiet."""
     clock = _Clock()
-    monkeypatch.setattr("mirror_sink.raw.fetcher.time", clock)
+    monkeypatch.setattr("mirror_sink.raw.fetch.fetcher.time", clock)
     fetcher, wire = _session_fetcher(
         fetch_max_bytes=1 << 20, partition_max_bytes=1 << 20, max_wait_ms=100, idle_wait_ms=idle_wait_ms
     )

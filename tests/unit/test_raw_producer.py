@@ -18,13 +18,13 @@ from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, Tas
 from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
 from mirror_sink.core.formats.group_metadata import GroupMetadata, parse_group_metadata
-from mirror_sink.raw.batches import parse_header
-from mirror_sink.raw.committer import RawCommitter
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.produce_request import ChunkedProduce
-from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.transactions import TransactionClient, TransactionState
-from mirror_sink.raw.wire import NodeId
+from mirror_sink.raw.produce.producer import ProducePipeline
+from mirror_sink.raw.txn.committer import RawCommitter
+from mirror_sink.raw.txn.transactions import TransactionClient, TransactionState
+from mirror_sink.raw.wire.batches import parse_header
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.produce_request import ChunkedProduce
+from mirror_sink.raw.wire.wire import NodeId
 
 #: librdkafka's group metadata for generation 3, member "m-1", no group instance id.
 LIBRDKAFKA_METADATA = b"CGMDv2:" + struct.pack("=i", 3) + b"shadow\0m-1\0\x01"

@@ -17,10 +17,10 @@ from kafka.protocol.frame import KafkaBytes
 from kafka.protocol.parser import KafkaProtocol
 from kafka.protocol.producer import ProduceRequest
 
-import mirror_sink.raw.wire  # noqa: F401  (installs the socket I/O below)
-from mirror_sink.raw import receive, send
-from mirror_sink.raw.frames import MIN_POOLED_BYTES, PooledFrame
-from mirror_sink.raw.produce_request import ChunkedProduce, Chunks
+import mirror_sink.raw.wire.wire  # noqa: F401  (installs the socket I/O below)
+from mirror_sink.raw.wire import receive, send
+from mirror_sink.raw.wire.frames import MIN_POOLED_BYTES, PooledFrame
+from mirror_sink.raw.wire.produce_request import ChunkedProduce, Chunks
 from tests.unit.fetch_responses import encoded_fetch_response
 
 
@@ -107,7 +107,7 @@ def test_frames_are_read_whole_however_the_bytes_arrive(piece: int) -> None:
             frames, error = receive._sock_recv(transport)
             assert error is None
             assert isinstance(frames, receive.Frames)
-            # A large frame is in a pooled buffer (mirror_sink.raw.frames), a small one kafka-python's own.
+            # A large frame is in a pooled buffer (mirror_sink.raw.wire.frames), a small one kafka-python's own.
             for f in frames.frames:
                 pooled = len(f) >= MIN_POOLED_BYTES
                 assert isinstance(f, PooledFrame if pooled else KafkaBytes)

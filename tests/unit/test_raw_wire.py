@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mirror_sink.core.base.errors import TaskFailure
-from mirror_sink.raw.wire import COORDINATOR_TRANSACTION, NodeId, WireClient
+from mirror_sink.raw.wire.wire import COORDINATOR_TRANSACTION, NodeId, WireClient
 
 
 def _wire(monkeypatch: pytest.MonkeyPatch, codes: Iterator[int]) -> tuple[WireClient, list[float]]:
@@ -58,7 +58,7 @@ def test_kafka_pythons_response_classes_are_held_by_strong_reference() -> None:
 
     from kafka.protocol.api_header import ResponseClassRegistry
 
-    import mirror_sink.raw.wire  # noqa: F401  (pins the registry on import)
+    import mirror_sink.raw.wire.wire  # noqa: F401  (pins the registry on import)
 
     registry = ResponseClassRegistry._response_class_registry
     assert registry and not any(isinstance(cls, weakref.ProxyType) for cls in registry.values())

@@ -46,8 +46,8 @@ from mirror_sink.failover.common.groups import committed_offsets
 from mirror_sink.failover.common.readers import OffsetSyncReader, assigned_reader
 from mirror_sink.failover.common.watermarks import read_watermarks
 from mirror_sink.failover.rehearsal.verify import mirrored_partitions
-from mirror_sink.raw.batches import CONTROL_COMMIT, control_type, parse_header, split_batches
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.wire.batches import CONTROL_COMMIT, control_type, parse_header, split_batches
+from mirror_sink.raw.wire.wire import WireClient
 
 _FETCH_VERSION = 12
 _READ_UNCOMMITTED = 0

@@ -45,7 +45,7 @@ from kafka import TopicPartition as KafkaPythonPartition
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.clients import clients
-from mirror_sink.raw.capabilities import client_options
+from mirror_sink.raw.wire.capabilities import client_options
 
 #: A producer that wrote to a mirrored partition within this long counts as still writing.
 RECENT_S = 600.0

@@ -16,7 +16,7 @@ FAULT_FILE_ENV = "MIRROR_SINK_FAULT_AFTER_PRODUCE"
 
 
 def _install() -> None:
-    from mirror_sink.raw.committer import RawCommitter
+    from mirror_sink.raw.txn.committer import RawCommitter
     from mirror_sink.record.committers import TransactionalCommitter
 
     for cls in (RawCommitter, TransactionalCommitter):

@@ -14,7 +14,7 @@ Here a byte is copied once, from the socket into its response's frame:
   ``KafkaProtocol.receive_bytes`` decodes those as they are, keeping its byte-stream path for
   anything else.
 * A frame of at least ``frames.MIN_POOLED_BYTES`` lives in a buffer reused from an earlier response
-  (``mirror_sink.raw.frames``): no fresh pages, no zero-fill. Smaller ones are kafka-python's own
+  (``mirror_sink.raw.wire.frames``): no fresh pages, no zero-fill. Smaller ones are kafka-python's own
   ``KafkaBytes``.
 * ``KafkaBytes.read`` returns a view of the frame for large reads (the decoder asks for the whole
   frame, then turns it into a memoryview anyway).
@@ -40,7 +40,7 @@ from kafka.protocol import frame, parser
 from kafka.protocol.schemas.fields import simple
 from kafka.protocol.schemas.fields.codecs import types
 
-from mirror_sink.raw.frames import MIN_POOLED_BYTES, POOL, PooledFrame
+from mirror_sink.raw.wire.frames import MIN_POOLED_BYTES, POOL, PooledFrame
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,13 @@ from typing import Any, ParamSpec, TypeVar
 from kafka.protocol.consumer import FetchRequest
 
 from mirror_sink.core.base.partitions import SourcePartition
-from mirror_sink.raw.fetch_buffer import Fetched, PartitionState
-from mirror_sink.raw.fetch_collector import FetchCollector
-from mirror_sink.raw.fetch_request import BY_TOPIC_ID, FETCH_VERSIONS
-from mirror_sink.raw.fetchable import Fetchable
-from mirror_sink.raw.leader_fetches import PARK_LIMIT, LeaderFetches
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.fetch.fetch_buffer import Fetched, PartitionState
+from mirror_sink.raw.fetch.fetch_collector import FetchCollector
+from mirror_sink.raw.fetch.fetch_request import BY_TOPIC_ID, FETCH_VERSIONS
+from mirror_sink.raw.fetch.fetchable import Fetchable
+from mirror_sink.raw.fetch.leader_fetches import PARK_LIMIT, LeaderFetches
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import WireClient
 
 __all__ = ["PARK_LIMIT", "Fetched", "RawFetcher"]
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Sequence
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -25,13 +26,36 @@ from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.formats.group_metadata import GroupMetadata
 from mirror_sink.core.formats.offset_syncs import CycleOffsets, SyncSpan, offset_syncs
 from mirror_sink.core.formats.skipped_ranges import AuditRecord
-from mirror_sink.raw.producer import ProducePipeline
-from mirror_sink.raw.transactions import TransactionClient
+from mirror_sink.raw.txn.transactions import TransactionClient
 
 log = logging.getLogger(__name__)
 
 #: Offset-sync batches stay well under any topic's max.message.bytes (1 MB by default).
 _SYNC_BATCH_BYTES = 256 * 1024
+
+
+class Pipeline(Protocol):
+    """What the committer needs of the produce pipeline (``mirror_sink.raw.produce.producer.ProducePipeline``):
+    named here so that the transaction room does not import the produce room, which imports it."""
+
+    #: The cycle's acknowledged batches' source -> target offsets (None: no offset syncs are written).
+    offsets: CycleOffsets | None
+    #: A batch was queued since the cycle began.
+    produced: bool
+
+    def send(
+        self, tp: TargetPartition, batch: memoryview, records: int, charge: int, sources: int | Sequence[int] | None
+    ) -> None:
+        """Queue ``batch`` for ``tp`` in the open cycle."""
+
+    def flush(self) -> None:
+        """Send everything queued and wait until all of it is acknowledged."""
+
+    def discard(self) -> None:
+        """Drop the queued batches and wait out those in flight."""
+
+    def new_epoch(self) -> None:
+        """Stamp batches with the transaction client's new producer id and epoch."""
 
 
 class RawCommitter:
@@ -40,7 +64,7 @@ class RawCommitter:
     def __init__(
         self,
         transactions: TransactionClient,
-        pipeline: ProducePipeline,
+        pipeline: Pipeline,
         sync_partition: TargetPartition | None = None,
     ) -> None:
         self.transactions = transactions

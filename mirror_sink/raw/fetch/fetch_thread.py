@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from mirror_sink.raw.fetcher import RawFetcher
+from mirror_sink.raw.fetch.fetcher import RawFetcher
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from mirror_sink.raw.batches import CONTROL_ABORT, BatchHeader
+from mirror_sink.raw.wire.batches import CONTROL_ABORT, BatchHeader
 
 
 class Verdict(Enum):

@@ -21,11 +21,18 @@ from mirror_sink.core.base.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.base.errors import SourceOffsetOutOfRange, SourceTruncated, TaskFailure
 from mirror_sink.core.base.partitions import SourcePartition
 from mirror_sink.core.base.topic_ids import as_text
-from mirror_sink.raw.batches import HEADER_SIZE, CorruptBatch, control_type, parse_header, split_batches, verify_crc
-from mirror_sink.raw.fetch_buffer import Fetched, PartitionState
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.read_committed import ReadCommittedFilter, Verdict
-from mirror_sink.raw.wire import WireClient, error_name
+from mirror_sink.raw.fetch.fetch_buffer import Fetched, PartitionState
+from mirror_sink.raw.fetch.read_committed import ReadCommittedFilter, Verdict
+from mirror_sink.raw.wire.batches import (
+    HEADER_SIZE,
+    CorruptBatch,
+    control_type,
+    parse_header,
+    split_batches,
+    verify_crc,
+)
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import WireClient, error_name
 
 #: A partition error that a later Fetch may not see: UNKNOWN_SERVER_ERROR too, as the Java consumer does.
 _FETCH_AGAIN = RETRIABLE | {KafkaErrorCode.UNKNOWN_SERVER_ERROR}
@@ -36,7 +43,7 @@ _LEADER_EPOCH = struct.Struct(">i")
 _LEADER_EPOCH_AT = 12
 
 # The fetcher's logger: its lines keep the logger name they had before the fetcher was split up.
-log = logging.getLogger("mirror_sink.raw.fetcher")
+log = logging.getLogger("mirror_sink.raw.fetch.fetcher")
 
 
 class FetchCollector:
@@ -85,7 +92,7 @@ class FetchCollector:
             return None
         pd.records = None
         in_frame = isinstance(records, memoryview) and not records.readonly
-        # A view of the response's frame is rewritten in place (mirror_sink.raw.receive); anything
+        # A view of the response's frame is rewritten in place (mirror_sink.raw.wire.receive); anything
         # else (a small response, decoded from a copy) gets the one writable copy of its own.
         buf = records if in_frame else memoryview(bytearray(records))
         try:

@@ -43,7 +43,7 @@ from mirror_sink.core.clients.authorization import AUTHORIZATION_ERRORS
 from mirror_sink.core.formats.group_metadata import GroupMetadata
 from mirror_sink.core.interfaces.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
-from mirror_sink.raw.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
+from mirror_sink.raw.wire.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ kafka-python's generated encoder writes a whole request into one buffer (a copy 
 and then slices the result out of it (another). ``ChunkedProduce`` stands in for its
 ``ProduceRequest`` (v8 to v12) at the connection: it encodes the request header and every field
 itself and returns ``Chunks``, the small framing byte strings with the batches' own memory between
-them, which ``mirror_sink.raw.send`` writes to the socket with one vectored ``sendmsg``. A
+them, which ``mirror_sink.raw.wire.send`` writes to the socket with one vectored ``sendmsg``. A
 ``ChunkedProduce`` joined is byte for byte what kafka-python would have sent (tested).
 """
 

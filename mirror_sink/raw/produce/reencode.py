@@ -16,7 +16,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from mirror_sink.core.base.errors import TaskFailure
-from mirror_sink.raw.batches import CorruptBatch
+from mirror_sink.raw.wire.batches import CorruptBatch
 
 
 class Rebuilt(NamedTuple):

@@ -6,7 +6,7 @@ keeps the buffers of released frames by size class and hands them to the next re
 size, neither zeroed nor faulted in again.
 
 A buffer may go back only when no view of it is left, since queued batches are views of their
-response (``mirror_sink.raw.receive``). Each frame is therefore a fresh ``ctypes`` array laid over a
+response (``mirror_sink.raw.wire.receive``). Each frame is therefore a fresh ``ctypes`` array laid over a
 pooled buffer: the array is the views' exporter, so it lives exactly as long as any view does, and
 its finalizer returns the buffer, as ``weakref.finalize`` of the frame gave memory back before. A
 buffer is also checked to have no export left before it is reused (a resize, which Python refuses
@@ -39,7 +39,7 @@ class PooledFrame:
     """One response's bytes in a pooled buffer, with the file-like calls kafka-python's decoder makes.
 
     ``view`` is a writable ``memoryview`` of exactly the frame's size; ``read`` of a large part returns
-    a view of it (a small part, a copy), as ``mirror_sink.raw.receive`` does for kafka-python's own
+    a view of it (a small part, a copy), as ``mirror_sink.raw.wire.receive`` does for kafka-python's own
     frames."""
 
     __slots__ = ("_idx", "_view_bytes", "view")

@@ -20,7 +20,7 @@ import kafka.errors as kerr
 from kafka.net import transport
 from kafka.protocol import parser
 
-from mirror_sink.raw.produce_request import Chunks
+from mirror_sink.raw.wire.produce_request import Chunks
 
 log = logging.getLogger(__name__)
 

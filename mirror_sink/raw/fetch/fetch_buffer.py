@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mirror_sink.core.base.errors import TaskFailure
-from mirror_sink.raw.batches import BatchHeader
+from mirror_sink.raw.wire.batches import BatchHeader
 
 
 @dataclass(slots=True)

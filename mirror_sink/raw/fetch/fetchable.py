@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mirror_sink.core.base.partitions import SourcePartition
-from mirror_sink.raw.fetch_buffer import PartitionState
-from mirror_sink.raw.fetch_session import Sent
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.fetch.fetch_buffer import PartitionState
+from mirror_sink.raw.fetch.fetch_session import Sent
+from mirror_sink.raw.wire.wire import WireClient
 
 
 class Fetchable:

@@ -8,7 +8,7 @@ from typing import Any
 
 from kafka.protocol.consumer import FetchRequest
 
-from mirror_sink.raw.fetch_session import Kind, Plan
+from mirror_sink.raw.fetch.fetch_session import Kind, Plan
 
 _READ_UNCOMMITTED, _READ_COMMITTED = 0, 1
 #: v12 names topics; v13 (Kafka 3.1+) names them by id, so a topic deleted and created again under

@@ -29,19 +29,19 @@ from kafka.future import Future
 
 from mirror_sink.core.base.deadline import Deadline
 from mirror_sink.core.base.partitions import SourcePartition
-from mirror_sink.raw import receive
-from mirror_sink.raw.fetch_buffer import PartitionState
-from mirror_sink.raw.fetch_request import FetchRequestBuilder
-from mirror_sink.raw.fetch_session import FetchSession, Kind, Plan, Sent
-from mirror_sink.raw.fetchable import Fetchable
-from mirror_sink.raw.memory_budget import MemoryBudget
-from mirror_sink.raw.wire import WireClient
+from mirror_sink.raw.fetch.fetch_buffer import PartitionState
+from mirror_sink.raw.fetch.fetch_request import FetchRequestBuilder
+from mirror_sink.raw.fetch.fetch_session import FetchSession, Kind, Plan, Sent
+from mirror_sink.raw.fetch.fetchable import Fetchable
+from mirror_sink.raw.wire import receive
+from mirror_sink.raw.wire.memory_budget import MemoryBudget
+from mirror_sink.raw.wire.wire import WireClient
 
 #: Smallest response worth a request: below it the fetcher waits for acknowledgements.
 _MIN_FETCH_BYTES = 64 * 1024
 #: Copies of a response the network layer holds while receiving and decoding it, so a Fetch in
 #: flight is charged that many times its max_bytes: the frame alone when responses are read in
-#: place (mirror_sink.raw.receive); else kafka-python's socket pieces, frame, decoded fields and
+#: place (mirror_sink.raw.wire.receive); else kafka-python's socket pieces, frame, decoded fields and
 #: the fetcher's own writable copy.
 _COPIES_IN_PLACE = 1
 _COPIES_KAFKA_PYTHON = 4
@@ -62,7 +62,7 @@ QUIET_S = 1.0
 _WATCH_BYTES = 1
 
 # The fetcher's logger: its lines keep the logger name they had before the fetcher was split up.
-log = logging.getLogger("mirror_sink.raw.fetcher")
+log = logging.getLogger("mirror_sink.raw.fetch.fetcher")
 
 
 @dataclass
