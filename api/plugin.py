@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import types
-import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic_core import PydanticUndefined
-
 from api.models import ConfigInfo, ConfigInfos, ConfigKeyInfo, ConfigValueInfo
-from mirror_sink.config.mirror_sink_config import KEY_DOCS, MirrorSinkConfig, connector_class_aliases
+from connectors import config_def
 
 #: How ``GET /connector-plugins`` names the plugin: its full class name, as Connect does.
 PLUGIN_CLASS = "org.apache.kafka.connect.mirror.MirrorSinkConnector"
@@ -18,44 +14,25 @@ PLUGIN_CLASS = "org.apache.kafka.connect.mirror.MirrorSinkConnector"
 
 def plugin_aliases() -> frozenset[str]:
     """Every name the plugin answers to under ``/connector-plugins/{plugin}`` (the plugin registry's)."""
-    return connector_class_aliases()
-
-
-def _type_name(annotation: Any) -> str:
-    args = set(typing.get_args(annotation)) if isinstance(annotation, types.UnionType) else {annotation}
-    if bool in args:
-        return "BOOLEAN"
-    if int in args:
-        return "INT"
-    return "STRING"
+    return config_def.plugin_aliases()
 
 
 def config_definitions() -> list[ConfigKeyInfo]:
     """Every typed key with its type, default and documentation, in declaration order."""
-    out = []
-    for order, (field_name, field) in enumerate(MirrorSinkConfig.model_fields.items()):
-        if field_name == "client_props":
-            continue
-        key = field.alias or field_name
-        default = field.default
-        required = default is PydanticUndefined and field.default_factory is None
-        shown = None if required or default is None else str(default.value if hasattr(default, "value") else default)
-        if isinstance(default, bool):
-            shown = str(default).lower()
-        out.append(
-            ConfigKeyInfo(
-                name=key,
-                type=_type_name(field.annotation),
-                required=required,
-                default_value=shown,
-                importance="HIGH" if required else "MEDIUM",
-                documentation=KEY_DOCS.get(key, ""),
-                group="Mirror",
-                order=order,
-                display_name=key,
-            )
+    return [
+        ConfigKeyInfo(
+            name=key.name,
+            type=key.type,
+            required=key.required,
+            default_value=key.default_value,
+            importance="HIGH" if key.required else "MEDIUM",
+            documentation=key.documentation,
+            group="Mirror",
+            order=key.order,
+            display_name=key.name,
         )
-    return out
+        for key in config_def.config_keys()
+    ]
 
 
 def validate(

@@ -73,6 +73,12 @@ class MirrorSinkTask:
         """True while the task thread runs."""
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def transaction_version(self) -> int | None:
+        """The transaction protocol its producer speaks (2: KIP-890 part 2, 1, 0: at least once; None
+        before its first run knows)."""
+        return self.counters.transaction_version
+
     def update_topics(self, mappings: Mapping[str, TopicMapping]) -> None:
         """New topic mappings from the connector; applied between cycles."""
         with self._lock:

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from connectors.mm2_config import load_mm2_file
 from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.core.runtime.paths import data_dir
 from mirror_sink.core.settings.config_files import parse_properties
 from mirror_sink.core.settings.config_providers import resolve
 from mirror_sink.worker.config_store import ConfigBackingStore, FileConfigBackingStore, KafkaConfigBackingStore
 from mirror_sink.worker.herder import Herder, HerderError
-from mirror_sink.worker.mm2_config import load_mm2_file
 from mirror_sink.worker.status_store import KafkaStatusBackingStore
 from mirror_sink.worker.worker_config import WorkerConfig, settings_from_env
 

@@ -17,6 +17,7 @@ from api.models import (
     TranslatedOffsets,
     TranslateOffsetsRequest,
 )
+from connectors.rest_extension import MirrorSinkRest
 from mirror_sink.core.formats.drills import drills_topic
 from mirror_sink.worker.herder import Herder
 
@@ -24,28 +25,29 @@ from mirror_sink.worker.herder import Herder
 def router(herder: Herder) -> APIRouter:
     """The failover resource of ``herder``'s connectors."""
     routes = APIRouter(prefix="/connectors")
+    mirror = MirrorSinkRest(herder.queries.connector)
 
     @routes.get("/{name}/checkpoints", response_model=ConnectorCheckpoints)
     def get_checkpoints(name: str) -> ConnectorCheckpoints:
         """The newest MirrorMaker 2 checkpoint of each source group on this connector's topics."""
-        return ConnectorCheckpoints.of(*herder.offsets.checkpoints(name))
+        return ConnectorCheckpoints.of(*mirror.checkpoints(name))
 
     @routes.get("/{name}/drills", response_model=ConnectorDrills)
     def get_drills(name: str) -> ConnectorDrills:
         """The connector's newest DR drills (``mirror-sink drill``), from their kept reports."""
-        reports = herder.queries.drills(name, fresh=True)
-        topic = drills_topic(herder.queries.source_alias(name))
+        reports = mirror.drills(name, fresh=True)
+        topic = drills_topic(mirror.source_alias(name))
         return ConnectorDrills(drills_topic=topic, drills=[DrillSummary.of(r) for r in reports])
 
     @routes.get("/{name}/readiness", response_model=ReadinessBody)
     def get_readiness(name: str) -> ReadinessBody:
         """The connector's DR readiness score (0-100), its components and the reasons for every point lost."""
-        return ReadinessBody.of(herder.queries.readiness(name))
+        return ReadinessBody.of(mirror.readiness(name))
 
     @routes.post("/{name}/offsets/translate", response_model=TranslatedOffsets)
     def translate_offsets(name: str, body: TranslateOffsetsRequest) -> TranslatedOffsets:
         """Offsets of consumers outside groups translated exactly through the offset syncs (or why not)."""
-        answers = herder.offsets.translate(name, body.to_domain(), body.direction)
+        answers = mirror.translate(name, body.to_domain(), body.direction)
         return TranslatedOffsets.of(body.direction, answers)
 
     return routes

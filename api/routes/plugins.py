@@ -13,6 +13,7 @@ from api.models import ConfigInfos, ConfigKeyInfo, ConfigMap, PluginInfo
 from api.plugin import PLUGIN_CLASS, config_definitions, plugin_aliases, validate
 from mirror_sink import __version__
 from mirror_sink.worker import connector_validation
+from mirror_sink.worker.connector_plugin import plugin_class
 from mirror_sink.worker.herder_types import InvalidRequest
 
 
@@ -48,6 +49,8 @@ def router() -> APIRouter:
         if named and _plugin_name(named) != _plugin_name(plugin):
             raise InvalidRequest(f"Included connector type {named} does not match request type {plugin}")
         # Module-qualified: this route's own name (its OpenAPI operationId) is validate_config.
-        return validate(plugin, config, connector_validation.validate_config)
+        # The plugin the path names validates (Connect's Connector.validate), whatever the body names.
+        named_plugin = plugin_class({"connector.class": plugin})
+        return validate(plugin, config, lambda props: connector_validation.validate_config(props, named_plugin))
 
     return routes

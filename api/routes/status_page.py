@@ -15,6 +15,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from api.models import DrillSummary
+from connectors.rest_extension import MirrorSinkRest
 from mirror_sink.worker.herder import Herder
 from mirror_sink.worker.herder_types import HerderError
 
@@ -147,6 +148,7 @@ setInterval(refresh, 2000);
 def router(herder: Herder) -> APIRouter:
     """The page at ``/ui`` and its data at ``/ui/state`` (neither is part of Connect's API)."""
     routes = APIRouter()
+    mirror = MirrorSinkRest(herder.queries.connector)
 
     @routes.get("/ui", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
@@ -158,13 +160,13 @@ def router(herder: Herder) -> APIRouter:
         for name in herder.queries.names():
             try:
                 status = herder.queries.status(name)
-                lag = herder.queries.lag(name)
+                lag = mirror.lag(name)
                 records = herder.queries.mirrored_records(name)
-                verified = herder.queries.verified(name)
-                drills = [DrillSummary.of(r) for r in herder.queries.drills(name)[:3]]
-                mismatches = herder.queries.verify_mismatches(name)
+                verified = mirror.verified(name)
+                drills = [DrillSummary.of(r) for r in mirror.drills(name)[:3]]
+                mismatches = mirror.verify_mismatches(name)
                 versions = herder.queries.transaction_versions(name)
-                readiness = herder.queries.readiness(name)
+                readiness = mirror.readiness(name)
             except HerderError:
                 continue  # deleted meanwhile
             connectors.append(

@@ -12,10 +12,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.clients.reachability import (
     PROBE_THREADS,
     Ask,
@@ -29,6 +28,7 @@ from mirror_sink.core.clients.reachability import (
 from mirror_sink.core.runtime.logs import Log
 from mirror_sink.core.runtime.repeating_job import RepeatingJob
 from mirror_sink.core.telemetry.metrics import cluster_unreachable_seconds
+from mirror_sink.worker.connector_plugin import WatchedCluster
 
 #: Probing a reachable cluster costs one TCP connection per bootstrap address; an unreachable one
 #: is probed more often so that its return is seen soon.
@@ -39,22 +39,21 @@ Prober = Callable[[str, str, str], Unreachable | None]
 
 
 class ClusterWatch:
-    """Probes the source and target clusters of one connector on a thread of its own."""
+    """Probes the clusters of one connector (its source and target) on a thread of its own."""
 
-    def __init__(self, cfg: MirrorSinkConfig, log: Log, prober: Prober | None = None) -> None:
-        self._clusters = {
-            "source": (cfg.source_alias, cfg.source_bootstrap, cfg.source_unreachable_give_up_ms),
-            "target": (cfg.target_alias, cfg.target_bootstrap, cfg.target_unreachable_give_up_ms),
-        }
-        self._connector = cfg.name
+    def __init__(
+        self, connector: str, clusters: Sequence[WatchedCluster], log: Log, prober: Prober | None = None
+    ) -> None:
+        self._clusters = {c.role: (c.alias, c.bootstrap, c.give_up_ms) for c in clusters}
+        self._connector = connector
         self._log = log
         #: The default prober's connections are tried on threads kept for the watch's life (its
         #: thread shuts them down), not on threads made and joined every round.
         self._pool: ThreadPoolExecutor | None = None
         if prober is None:
-            pool = self._pool = ThreadPoolExecutor(PROBE_THREADS, thread_name_prefix=f"probe-{cfg.name}")
+            pool = self._pool = ThreadPoolExecutor(PROBE_THREADS, thread_name_prefix=f"probe-{connector}")
             # A connection accepted and then silent is an outage too: ask each listener for an answer.
-            asks = {"source": _ask(cfg.source_admin()), "target": _ask(cfg.target_admin())}
+            asks = {c.role: _ask(c.security_protocol) for c in clusters}
 
             def prober(cluster: str, alias: str, bootstrap: str) -> Unreachable | None:
                 ask = asks[cluster]
@@ -67,7 +66,7 @@ class ClusterWatch:
         self._outages: dict[str, tuple[Outage, Unreachable]] = {}
         self._checked = threading.Event()  # set once both clusters were probed
         self._job = RepeatingJob(
-            f"cluster-watch-{cfg.name}",
+            f"cluster-watch-{connector}",
             self._probe_both,
             self._interval_s,
             log,
@@ -75,7 +74,7 @@ class ClusterWatch:
             finish=self._close,
         )
         for cluster, (alias, _, _) in self._clusters.items():
-            cluster_unreachable_seconds.labels(cfg.name, cluster, alias).set(0)
+            cluster_unreachable_seconds.labels(connector, cluster, alias).set(0)
 
     def start(self) -> ClusterWatch:
         """Begin probing (the first round at once)."""
@@ -151,7 +150,6 @@ class ClusterWatch:
             self._log.warning("%s, for %.0f s; waiting for it and trying again %s", found, outage.seconds(now), until)
 
 
-def _ask(client_props: Mapping[str, str]) -> Ask:
+def _ask(security_protocol: str) -> Ask:
     """A TLS handshake for an SSL or SASL_SSL listener, ApiVersions for the others."""
-    protocol = str(client_props.get("security.protocol", "PLAINTEXT")).upper()
-    return ask_tls() if protocol.endswith("SSL") else ask_kafka()
+    return ask_tls() if security_protocol.upper().endswith("SSL") else ask_kafka()

@@ -1,4 +1,8 @@
-"""One connector inside a worker: the plugin its ``connector.class`` names, its tasks, their states and transitions."""
+"""One connector inside a worker: the plugin its ``connector.class`` names, its tasks, their states and transitions.
+
+The runtime speaks to the plugin only through ``connector_plugin``'s protocol: plain settings, tasks
+with Connect's states, background jobs by phase.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +18,9 @@ from mirror_sink.core.base.states import ConnectorState, TargetState, TaskState
 from mirror_sink.core.clients.authorization import AuthorizationFailure
 from mirror_sink.core.clients.reachability import ANSWER_TIMEOUT_S, CONNECT_TIMEOUT_S
 from mirror_sink.core.runtime.logs import context_logger
-from mirror_sink.core.telemetry.metrics import MIRROR
 from mirror_sink.worker.connector_plugin import ConnectorPlugin, load_connector
 from mirror_sink.worker.connector_services import ConnectorServices
-from mirror_sink.worker.connector_start import refuse_other_runtime, start_connector
+from mirror_sink.worker.connector_start import start_connector
 from mirror_sink.worker.target_claims import TargetTopicClaims
 from mirror_sink.worker.task_set import TaskSet
 
@@ -39,7 +42,7 @@ class StateInfo:
 
 class ConnectorRuntime:
     """Runs one connector: provisioning and topic refresh in the connector, mirroring in its tasks
-    (``TaskSet``), and its background services (``ConnectorServices``), through its state transitions.
+    (``TaskSet``), and its background work (``ConnectorServices``), through its state transitions.
 
     Transitions run on a background thread so that a slow cluster never blocks the REST API;
     ``status`` is always answerable.
@@ -73,8 +76,6 @@ class ConnectorRuntime:
             running=lambda: self.target is TargetState.RUNNING,
         )
         self._transition: threading.Thread | None = None
-        #: Why the last topic refresh (discovery, partitions, config sync) failed; None once one succeeds.
-        self.refresh_problem: str | None = None
         #: Set by shutdown: every wait of a transition (for a cluster, between start attempts) ends at once.
         self._closing = threading.Event()
 
@@ -107,9 +108,8 @@ class ConnectorRuntime:
         if target is TargetState.RUNNING:
             if not self._await_clusters():
                 return
-            self.connector.check_clusters()
-            refuse_other_runtime(self.connector.config, self.name)
-            if not self.connector.mappings and self.state.state is not ConnectorState.RUNNING:
+            self.connector.preflight()
+            if not self.connector.active_topics() and self.state.state is not ConnectorState.RUNNING:
                 start_connector(self.connector, self.name, self.log, self._closing)
                 self._claim_targets()
                 self.services.schedule_refresh()
@@ -118,7 +118,7 @@ class ConnectorRuntime:
         else:
             self.tasks.stop()
             if target is not TargetState.PAUSED:
-                self.services.stop_lag()
+                self.services.stop_active()
                 self.services.stop_watch()
                 self.claims.release(self.name)
             self.state = StateInfo(ConnectorState.PAUSED if target is TargetState.PAUSED else ConnectorState.STOPPED)
@@ -138,17 +138,11 @@ class ConnectorRuntime:
 
     def _claim_targets(self) -> None:
         """Refuse target topics another connector of this worker writes (a ConfigError naming both)."""
-        cfg = self.connector.config
-        self.claims.claim(self.name, cfg.target_bootstrap, [m.target_topic for m in self.connector.mappings.values()])
+        self.claims.claim(self.name, self.connector.settings.target_bootstrap, self.connector.target_topics())
 
     def _start_tasks(self) -> None:
-        cfg = self.connector.config
         with self._lock:
-            if not self.tasks.start():
-                return
-            if cfg.metrics_aggregate == "topic":
-                MIRROR.topic_level.add(cfg.source_alias)
-            MIRROR.set_formats(cfg.name, cfg.metric_names)  # a new config comes with a new runtime
+            self.tasks.start()
 
     # -- restarts ------------------------------------------------------------------------------
     def restart(self, *, include_tasks: bool, only_failed: bool) -> None:
@@ -186,32 +180,29 @@ class ConnectorRuntime:
 
     # -- periodic work -------------------------------------------------------------------------
     def tick(self) -> None:
-        """Refresh topics when due (new topics, new partitions) and tell the tasks; sync topic ACLs when
-        due; move tasks when the worker group changed."""
-        cfg = self.connector.config
+        """Refresh topics when due (new topics, new partitions) and have the connector tell its tasks; run
+        the connector's maintenance when due; move tasks when the worker group changed."""
+        settings = self.connector.settings
         if self.state.state is not ConnectorState.RUNNING:
             return
         if not self._watch_clusters():
             return
         self._follow_assignment()
-        self.services.sync_topic_acls()
-        if not cfg.refresh_topics_enabled:
+        self.services.maintain()
+        if not settings.refresh_enabled:
             return
         if not self.services.refresh_due():
             return
         try:
             if self.connector.refresh():
-                self._claim_targets()
-                for task in list(self.tasks):
-                    task.update_topics(self.connector.mappings)
-            self.refresh_problem = None
+                self._claim_targets()  # before the tasks write a topic another connector writes
+                self.connector.reconfigure_tasks()
         except (AuthorizationFailure, ConfigError) as exc:  # no retry fixes these: say what is wrong, once
             self.log.error("connector FAILED: %s", exc)
             self.state = StateInfo(ConnectorState.FAILED, traceback.format_exc())
         except Exception as exc:
             # str() of a TimeoutError from a future is empty: say at least what kind of failure it was
-            self.refresh_problem = str(exc) or repr(exc)
-            self.log.warning("topic refresh failed (will retry): %s", self.refresh_problem)
+            self.log.warning("topic refresh failed (will retry): %s", str(exc) or repr(exc))
 
     def _watch_clusters(self) -> bool:
         """A running connector's status names a cluster that went away; False once it gave up on it."""
@@ -257,10 +248,10 @@ class ConnectorRuntime:
         self.tasks.stop(until=deadline)
         self.claims.release(self.name)
         with self._lock:
-            lag, watch = self.services.lag, self.services.watch
-        self.services.stop_lag(deadline.left(0.1))
+            active, watch = self.services.active or [], self.services.watch
+        self.services.stop_active(deadline.left(0.1))
         self.services.stop_watch(deadline.left(0.1))
-        threads = [transition, lag, watch, *self.tasks.left]
+        threads = [transition, *active, watch, *self.tasks.left]
         return not any(t is not None and t.is_alive() for t in threads)
 
     # -- status --------------------------------------------------------------------------------
@@ -273,14 +264,13 @@ class ConnectorRuntime:
         """Per task id running in this worker, the transaction protocol its producer speaks."""
         with self._lock:
             tasks = list(self.tasks)
-        return {t.task_id: v for t in tasks if (v := t.counters.transaction_version) is not None}
+        return {t.task_id: v for t in tasks if (v := t.transaction_version) is not None}
 
     def task_states(self) -> list[StateInfo]:
         """Per task id, what Connect's status would show."""
-        cfg = self.connector.config
         by_id = {t.task_id: t for t in self.tasks}
         out = []
-        for i in range(cfg.tasks_max):
+        for i in range(self.connector.settings.tasks_max):
             task = by_id.get(i)
             if self.state.state in (ConnectorState.PAUSED, ConnectorState.STOPPED):
                 out.append(StateInfo(ConnectorState(self.state.state)))

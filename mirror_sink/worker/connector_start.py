@@ -1,14 +1,11 @@
-"""Starting a connector plugin in this worker: refused when its config names another runtime (or a
-Spark query runs it), and started again with backoff while a cluster answers late or not yet."""
+"""Starting a connector plugin in this worker: started again with backoff while a cluster answers late
+or not yet. (What would refuse a start, the plugin says first, in ``ConnectorPlugin.preflight``.)"""
 
 from __future__ import annotations
 
 import threading
 
-from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.clients import clients
-from mirror_sink.core.clients.runtime_guard import refuse_if_spark_active
 from mirror_sink.core.runtime.logs import Log
 from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
 from mirror_sink.worker.connector_plugin import ConnectorPlugin
@@ -16,13 +13,6 @@ from mirror_sink.worker.connector_plugin import ConnectorPlugin
 #: How long a connector keeps starting again while its clusters answer late (brokers restarting, a
 #: cluster still electing leaders for its internal topics) before it is FAILED.
 _START_DEADLINE_S = 180.0
-
-
-def refuse_other_runtime(cfg: MirrorSinkConfig, name: str) -> None:
-    """TaskFailure when connector ``name`` is not for this runtime, or runs on Spark now."""
-    if cfg.runtime != "worker":
-        raise TaskFailure(f"connector {name} has runtime={cfg.runtime}: run it with mirror-sink {cfg.runtime}")
-    refuse_if_spark_active(clients.admin(cfg.target_admin(), f"{name}-guard"), cfg.shadow_group_id, name)
 
 
 def start_connector(connector: ConnectorPlugin, name: str, log: Log, interrupt: threading.Event) -> None:

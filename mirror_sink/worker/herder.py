@@ -105,7 +105,7 @@ class Herder:
         if self.status is None:
             return
         local = runtime.local_task_ids()
-        self.status.forget(runtime.name, {i for i in range(runtime.connector.config.tasks_max) if i not in local})
+        self.status.forget(runtime.name, {i for i in range(runtime.connector.settings.tasks_max) if i not in local})
         states = runtime.task_states()
         for i in local:
             self.status.report(runtime.name, i, states[i].state.value, states[i].trace)
@@ -217,10 +217,10 @@ class Herder:
     def restart_task(self, name: str, task_id: int) -> None:
         """POST /connectors/{name}/tasks/{id}/restart."""
         runtime = self.worker.running(name)
-        if not 0 <= task_id < runtime.connector.config.tasks_max:
+        if not 0 <= task_id < runtime.connector.settings.tasks_max:
             raise TaskNotFound(name, task_id)
         runtime.restart_task(task_id)
 
     def reset_topics(self, name: str) -> None:
         """PUT /connectors/{name}/topics/reset: the set is recomputed at the next refresh."""
-        self.worker.running(name).connector.mappings = {}
+        self.worker.running(name).connector.reset_active_topics()

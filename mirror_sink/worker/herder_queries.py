@@ -1,30 +1,26 @@
 """The Herder's read side: connector names, configs, info, status and active topics.
 
-Answers only read the Worker's table; configs always leave masked.
+Answers only read the Worker's table; configs always leave masked. What only a plugin answers (for
+MirrorSink: lag, verification, drills, readiness) the REST API asks the plugin's extension, which
+finds the connector through ``connector``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.base.states import ConnectorState
 from mirror_sink.core.telemetry.metrics import MIRROR
-from mirror_sink.failover.rehearsal.readiness import Readiness
+from mirror_sink.worker.connector_plugin import ConnectorPlugin
 from mirror_sink.worker.connector_runtime import StateInfo
 from mirror_sink.worker.connector_validation import masked
 from mirror_sink.worker.herder_types import (
     AssignedState,
-    Conflict,
     ConnectorInfo,
     ConnectorStatus,
     ConnectorTaskId,
-    PartitionLag,
     TaskConfig,
     TaskNotFound,
     TaskStatus,
 )
-from mirror_sink.worker.readiness_inputs import readiness
 from mirror_sink.worker.status_store import KafkaStatusBackingStore, assigned_worker
 from mirror_sink.worker.worker import Worker
 
@@ -49,8 +45,13 @@ class HerderQueries:
         settings (for GET /); None without a connector."""
         with self.worker.lock:
             for name in sorted(self.worker.runtimes):
-                return dict(self.worker.runtimes[name].connector.config.target_admin())
+                return dict(self.worker.runtimes[name].connector.settings.target_client)
         return None
+
+    def connector(self, name: str) -> ConnectorPlugin:
+        """The running connector ``name`` (NotFound, or Conflict when its stored config is invalid), for
+        a plugin's REST extension."""
+        return self.worker.running(name).connector
 
     def config(self, name: str) -> dict[str, str]:
         """The stored config, masked."""
@@ -108,53 +109,12 @@ class HerderQueries:
 
     def topics(self, name: str) -> list[str]:
         """Source topics the connector mirrors (Connect's active topics, KIP-558)."""
-        runtime = self.worker.running(name)
-        return sorted(m.source_topic for m in runtime.connector.mappings.values())
-
-    def lag(self, name: str) -> list[PartitionLag]:
-        """The connector's last measured lag per target partition (empty before the first round)."""
-        monitor = self.worker.running(name).services.lag
-        last = dict(monitor.last) if monitor is not None else {}
-        return [PartitionLag(t, p, n, s) for (t, p), (n, s) in sorted(last.items())]
-
-    def verified(self, name: str) -> dict[tuple[str, int], int]:
-        """Per target partition, the target offset background verification has compared up to
-        (empty with verify.enabled=false or before its first round)."""
-        verifier = self.worker.running(name).services.verifier
-        positions = verifier.positions() if verifier is not None else {}
-        return {(tp.topic, tp.partition): offset for tp, offset in positions.items()}
-
-    def source_alias(self, name: str) -> str:
-        """The connector's source cluster alias."""
-        return self.worker.running(name).connector.config.source_alias
-
-    def drills(self, name: str, *, fresh: bool = False) -> list[dict[str, Any]]:
-        """The connector's newest kept DR drill reports, newest first (empty before the first read or
-        with offset syncs off); ``fresh`` reads them again first (Conflict when that fails)."""
-        watch = self.worker.running(name).services.drills
-        if watch is None:
-            return []
-        if fresh:
-            try:
-                watch.refresh()
-            except TaskFailure as exc:
-                if not watch.reports():  # what was read before still answers
-                    raise Conflict(f"cannot read the drill reports of {name} from {watch.topic}: {exc}") from exc
-        return watch.reports()
-
-    def verify_mismatches(self, name: str) -> int:
-        """Mismatches background verification found in this process (0 when it is off)."""
-        verifier = self.worker.running(name).services.verifier
-        return verifier.mismatches if verifier is not None else 0
+        return sorted(self.worker.running(name).connector.active_topics())
 
     def transaction_versions(self, name: str) -> dict[int, int]:
         """Per task running in this worker, the transaction protocol its producer speaks (2: KIP-890
         part 2, 1, 0: at least once); a task not running here is absent."""
         return self.worker.running(name).transaction_versions()
-
-    def readiness(self, name: str) -> Readiness:
-        """The connector's DR readiness score now, with the reasons for every point lost."""
-        return readiness(self.worker.running(name))
 
     def mirrored_records(self, name: str) -> int:
         """Records the connector has committed to the target in this process."""

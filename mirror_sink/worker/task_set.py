@@ -15,7 +15,7 @@ _TASK_STOP_TIMEOUT_S = 90.0
 
 class TaskSet:
     """The connector's tasks in this worker (iterating gives them). Each stops at the end of its
-    cycle; the services that run only while the tasks do start and stop with them.
+    cycle; the connector's jobs that run only while the tasks do start and stop with them.
 
     It shares the runtime's lock: a transition reads and changes the tasks under one hold of it.
     """
@@ -53,10 +53,10 @@ class TaskSet:
 
     def assigned(self) -> list[int]:
         """The task ids this worker runs now."""
-        return self._task_ids(self._connector.config.tasks_max)
+        return self._task_ids(self._connector.settings.tasks_max)
 
     def start(self) -> bool:
-        """Start the assigned tasks, and the services beside them, unless they run already; False
+        """Start the assigned tasks, and the jobs beside them, unless they run already; False
         when nothing was started (they ran, or the runtime is shut down)."""
         with self._lock:
             ids = self.assigned()
@@ -76,7 +76,7 @@ class TaskSet:
         with self._lock:
             tasks, self._tasks = self._tasks, []
             helpers = self._services.take_task_helpers()
-        # Every helper thread is asked to stop at once and joined after the tasks: a verification
+        # Every job beside the tasks is asked to stop at once and joined after the tasks: a verification
         # round or a drill read must not eat the tasks' time to finish their cycle.
         helpers.request_stop()
         for task in tasks:
@@ -86,13 +86,12 @@ class TaskSet:
         helpers.join(until)
         self.left = [t for t in tasks if t.is_alive()]
         if left := [t.task_id for t in self.left]:
-            cfg = self._connector.config
             self._log.warning(
                 "tasks %s did not finish their cycle in time and are left: an open transaction of theirs is never "
                 "visible, and the next owner's fence or the broker's transaction timeout (transaction.timeout.ms=%d) "
                 "aborts it",
                 left,
-                cfg.transaction_timeout_ms,
+                self._connector.settings.transaction_timeout_ms,
             )
 
     def replace(self, task_id: int) -> None:

@@ -4,15 +4,13 @@
 (and failed, paused, unassigned, total) become ``kafka_connect_worker_connector_running_task_count
 {connector}``; ``kafka.connect:type=connector-metrics,connector=X`` attribute ``status`` becomes
 ``kafka_connect_connector_status{connector,status}`` = 1, and ``connector-task-metrics`` ``status``
-becomes ``kafka_connect_connector_task_status{connector,task,status}`` = 1. Beside them, each
-connector's DR readiness score, ``mirror_sink_dr_readiness{connector}`` (0-100), and the points of each
-of its components, ``mirror_sink_dr_readiness_points{connector,component}`` (``failover.readiness``).
-Computed at scrape time from the runtimes.
+becomes ``kafka_connect_connector_task_status{connector,task,status}`` = 1. Beside them, the gauges
+each connector publishes itself (``ConnectorPlugin.metrics``, KIP-877's plugin metrics; MirrorSink's
+DR readiness score and its components). Computed at scrape time from the runtimes.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
@@ -22,9 +20,6 @@ from prometheus_client.registry import Collector
 
 from mirror_sink.core.base.states import ConnectorState
 from mirror_sink.worker.connector_runtime import ConnectorRuntime
-from mirror_sink.worker.readiness_inputs import readiness
-
-log = logging.getLogger(__name__)
 
 Runtimes = Callable[[], Iterable[ConnectorRuntime]]
 _COUNTED = {
@@ -36,7 +31,8 @@ _COUNTED = {
 
 
 class WorkerMetrics(Collector):
-    """Task counts per state and each connector's state, for every runtime of this process."""
+    """Task counts per state, each connector's state, and each connector's own gauges, for every
+    runtime of this process."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -75,29 +71,20 @@ class WorkerMetrics(Collector):
             "Each task's state (1 for its current one), as Connect's connector-task-metrics status.",
             labels=("connector", "task", "status"),
         )
-        score = GaugeMetricFamily(
-            "mirror_sink_dr_readiness",
-            "DR readiness, 0-100: lag and drills' RPO, the newest drill, verification, checkpoints, settings "
-            "(GET /connectors/{name}/readiness gives the reasons).",
-            labels=("connector",),
-        )
-        points = GaugeMetricFamily(
-            "mirror_sink_dr_readiness_points",
-            "The points each component of the DR readiness score gives (of its weight).",
-            labels=("connector", "component"),
-        )
+        #: The plugins' own families, by name, in the order they first come.
+        plugin_families: dict[str, GaugeMetricFamily] = {}
         with self._lock:
             sources = list(self._sources)
         for source in sources:
             for runtime in source():
-                try:
-                    assessed = readiness(runtime)
-                except Exception:  # one connector's inputs must never fail the whole scrape
-                    log.exception("cannot compute the DR readiness of connector %s for this scrape", runtime.name)
-                else:
-                    score.add_metric([runtime.name], assessed.score)
-                    for component in assessed.components:
-                        points.add_metric([runtime.name, component.name], component.points)
+                for family in runtime.connector.metrics():
+                    gauge = plugin_families.get(family.name)
+                    if gauge is None:
+                        gauge = plugin_families[family.name] = GaugeMetricFamily(
+                            family.name, family.documentation, labels=family.labels
+                        )
+                    for labels, value in family.samples:
+                        gauge.add_metric(list(labels), value)
                 states = [info.state for info in runtime.task_states()]
                 for task, state in enumerate(states):
                     task_status.add_metric([runtime.name, str(task), state.value.lower()], 1)
@@ -108,8 +95,7 @@ class WorkerMetrics(Collector):
         yield from counts.values()
         yield status
         yield task_status
-        yield score
-        yield points
+        yield from plugin_families.values()
 
 
 #: The process's worker metrics, registered with prometheus-client's default registry.

@@ -273,8 +273,8 @@ class _Shadow:
 
 def _lag_monitor(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, _Shadow, dict[tuple[str, int], int], _Gauge]:
     """A lag monitor of topic t (2 partitions) with stand-ins for its clients and gauges."""
+    from connectors import lag_monitor
     from mirror_sink.topics.source_discovery import TopicMapping
-    from mirror_sink.worker import lag_monitor
 
     records, seconds = _Gauge(), _Gauge()
     monkeypatch.setattr(lag_monitor, "replication_lag_records", records)
@@ -297,7 +297,7 @@ def _lag_monitor(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, _Shadow, dict[tu
 
 
 def test_an_idle_lag_round_reads_only_the_source_and_sets_no_series(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mirror_sink.worker import lag_monitor
+    from connectors import lag_monitor
 
     monitor, shadow, ends, records = _lag_monitor(monkeypatch)
     assert monitor.measure() == {("idle.t", 0): 10, ("idle.t", 1): 20}, "nothing mirrored yet"
@@ -323,7 +323,7 @@ def test_an_idle_lag_round_reads_only_the_source_and_sets_no_series(monkeypatch:
 
 
 def test_the_lag_monitor_sets_only_changed_series_and_removes_those_gone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mirror_sink.worker import lag_monitor
+    from connectors import lag_monitor
 
     records, seconds = _Gauge(), _Gauge()
     monkeypatch.setattr(lag_monitor, "replication_lag_records", records)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from connectors.mm2_config import connectors_from_mm2
 from mirror_sink.config.mirror_sink_config import KEY_DOCS, MirrorSinkConfig
 from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.core.telemetry.metric_names import (
@@ -16,7 +17,6 @@ from mirror_sink.core.telemetry.metric_names import (
     new_metric_name,
     parse_metric_names_formats,
 )
-from mirror_sink.worker.mm2_config import connectors_from_mm2
 
 LEGACY, NEW = MetricNamesFormat.LEGACY, MetricNamesFormat.NEW
 BASE: dict[str, str] = {

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from connectors.mm2_config import connectors_from_mm2, load_mm2_file
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.base.errors import ConfigError
 from mirror_sink.core.settings.config_files import parse_properties
-from mirror_sink.worker.mm2_config import connectors_from_mm2, load_mm2_file
 
 REALISTIC = """\
 # MirrorMaker 2 dedicated mode, primary -> backup, run by mirror-sink

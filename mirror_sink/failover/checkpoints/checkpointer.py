@@ -96,6 +96,10 @@ class CheckpointEmitter:
         if not self._job.stop(timeout_s):
             self.log.warning("checkpoint round still running after %.0f s; it stops at its next step", timeout_s)
 
+    def is_alive(self) -> bool:
+        """True while the thread runs."""
+        return self._job.is_alive()
+
     def _timed_round(self) -> None:
         with checkpoint_round_seconds.labels(self.config.name).time():
             self.run_once()

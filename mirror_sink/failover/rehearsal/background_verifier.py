@@ -60,6 +60,10 @@ class BackgroundVerifier:
         if not self._job.stop(timeout_s):
             self.log.warning("verification still reading after %.0f s; it ends at its next record", timeout_s)
 
+    def is_alive(self) -> bool:
+        """True while the thread runs."""
+        return self._job.is_alive()
+
     @property
     def mismatches(self) -> int:
         """Mismatches found since the connector started here."""

@@ -63,6 +63,10 @@ class DrillWatch:
             with contextlib.suppress(KeyError):
                 series.remove(self.config.name)
 
+    def is_alive(self) -> bool:
+        """True while the thread runs."""
+        return self._job.is_alive()
+
     def reports(self) -> list[dict[str, Any]]:
         """The newest reports, newest first."""
         with self._lock:

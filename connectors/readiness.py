@@ -5,21 +5,22 @@ from __future__ import annotations
 import datetime
 import time
 
+from connectors.jobs import JobBoard
+from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.failover.rehearsal.readiness import Readiness, ReadinessInputs, assess
-from mirror_sink.worker.connector_runtime import ConnectorRuntime
 
 
-def readiness_inputs(runtime: ConnectorRuntime) -> ReadinessInputs:
-    """A snapshot of the runtime's services: lag, kept drills, verification, checkpoints, settings."""
-    cfg = runtime.connector.config
-    services = runtime.services
-    lag = dict(services.lag.last) if services.lag is not None else {}
-    verifier, checkpoints = services.verifier, services.checkpoints
+def readiness_inputs(
+    cfg: MirrorSinkConfig, jobs: JobBoard, *, topic_config_problem: str | None, topic_acl_problem: str | None
+) -> ReadinessInputs:
+    """A snapshot of the connector's jobs: lag, kept drills, verification, checkpoints, settings."""
+    lag_monitor, verifier, checkpoints, drills = jobs.lag, jobs.verifier, jobs.checkpoints, jobs.drills
+    lag = dict(lag_monitor.last) if lag_monitor is not None else {}
     coverage = checkpoints.coverage if checkpoints is not None else None
     return ReadinessInputs(
         now=datetime.datetime.now(datetime.UTC),
         lag_seconds=[seconds for _, seconds in lag.values()],
-        drills=services.drills.reports() if services.drills is not None else [],
+        drills=drills.reports() if drills is not None else [],
         verify_enabled=cfg.verify_enabled,
         verify_mismatches=verifier.mismatches if verifier is not None else 0,
         partitions=len(lag),
@@ -33,11 +34,15 @@ def readiness_inputs(runtime: ConnectorRuntime) -> ReadinessInputs:
         transactions_whole=cfg.source_transactions_whole,
         sync_topic_configs=cfg.sync_topic_configs_enabled,
         sync_topic_acls=cfg.sync_topic_acls_enabled,
-        topic_config_problem=runtime.refresh_problem,
-        topic_acl_problem=runtime.connector.topic_acl_problem(),
+        topic_config_problem=topic_config_problem,
+        topic_acl_problem=topic_acl_problem,
     )
 
 
-def readiness(runtime: ConnectorRuntime) -> Readiness:
-    """The runtime's readiness score now."""
-    return assess(readiness_inputs(runtime))
+def readiness(
+    cfg: MirrorSinkConfig, jobs: JobBoard, *, topic_config_problem: str | None, topic_acl_problem: str | None
+) -> Readiness:
+    """The connector's readiness score now."""
+    return assess(
+        readiness_inputs(cfg, jobs, topic_config_problem=topic_config_problem, topic_acl_problem=topic_acl_problem)
+    )

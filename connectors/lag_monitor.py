@@ -114,6 +114,10 @@ class LagMonitor:
         """Measure every few seconds until ``stop``."""
         self._job.start()
 
+    def request_stop(self) -> None:
+        """Ask the thread to end after its current round."""
+        self._job.request_stop()
+
     def stop(self, timeout_s: float = 15.0) -> None:
         """End the thread; it closes its consumer itself."""
         self._job.stop(timeout_s)
