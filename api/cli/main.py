@@ -6,17 +6,17 @@ import argparse
 import sys
 from typing import TypeAlias
 
-from api.cli import acls as acls_cli
-from api.cli import audit as audit_cli
-from api.cli import drill as drill_cli
-from api.cli import failback as failback_cli
-from api.cli import failover as failover_cli
 from api.cli import passwd as passwd_cli
 from api.cli import spark as spark_cli
 from api.cli import standalone
-from api.cli import translate as translate_cli
-from api.cli import verify as verify_cli
 from api.cli import worker as worker_cli
+from connectors.cli import acls as acls_cli
+from connectors.cli import audit as audit_cli
+from connectors.cli import drill as drill_cli
+from connectors.cli import failback as failback_cli
+from connectors.cli import failover as failover_cli
+from connectors.cli import translate as translate_cli
+from connectors.cli import verify as verify_cli
 from mirror_sink import __version__
 from mirror_sink.core.runtime.allocator import tune_malloc
 from mirror_sink.core.runtime.logs import configure_logging

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.cli.failback import finish_command
+from connectors.cli.failback import finish_command
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.settings.replication_policy import FailbackReplicationPolicy, IdentityReplicationPolicy
