@@ -11,8 +11,9 @@ import pytest
 
 from devkafka.data import create_topic
 from devkafka.endpoints import KafkaEndpoint
+from tests.integration.harness.clusters import address
 from tests.integration.harness.processes import MirrorProcess, WorkerProcess
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 
 #: The tests' Spark settings: C1 and the serial collector for every Spark JVM (spark-defaults.conf, spark-env.sh).
 SPARK_CONF_DIR = Path(__file__).parent / "spark_conf"
@@ -28,12 +29,6 @@ def light_spark_jvms() -> Iterator[None]:
     yield
     if before is None:
         os.environ.pop("SPARK_CONF_DIR", None)
-
-
-class TopicFactory(Protocol):
-    """Creates a topic on the shared source cluster, named for this test only; returns its name."""
-
-    def __call__(self, base: str, partitions: int = 1, config: dict[str, str] | None = None) -> str: ...
 
 
 class MirrorFactory(Protocol):
@@ -69,13 +64,18 @@ def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
 
 
 @pytest.fixture
-def source_topic(source: KafkaEndpoint, unique: Unique) -> TopicFactory:
-    """``source_topic('orders', 3)`` -> ``orders-3f9a1c``, created on the shared source with 3 partitions
-    (and the given topic configs): a name no other test uses, as ``unique`` gives it."""
+def new_topic(request: pytest.FixtureRequest, unique: Unique) -> TopicFactory:
+    """``new_topic('orders', 3)`` -> ``orders-3f9a1c``, created on the shared source with 3 partitions
+    (and the given topic configs), or on the cluster ``on=`` names: a name no other test uses, as
+    ``unique`` gives it (``TopicFactory``). The shared pair is asked for only when a topic goes on it, so
+    a test on clusters of its own (secured, replicated, containers) does not start it."""
 
-    def make(base: str, partitions: int = 1, config: dict[str, str] | None = None) -> str:
+    def make(
+        base: str, partitions: int = 1, config: dict[str, str] | None = None, *, on: KafkaEndpoint | None = None
+    ) -> str:
+        cluster: KafkaEndpoint = on if on is not None else request.getfixturevalue("source")
         topic = unique(base)
-        create_topic(source.bootstrap_servers, topic, partitions, config)
+        create_topic(address(cluster), topic, partitions, config)
         return topic
 
     return make

@@ -8,17 +8,17 @@ import httpx
 
 from devkafka.data import Rec, produce
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.processes import WorkerProcess
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 
 def test_source_and_target_being_one_cluster_under_the_identity_policy_is_refused_at_start(
-    source: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    topic = source_topic("self", 1)
+    topic = new_topic("self", 1)
     # Two spellings of one cluster's address, so that only its cluster id can tell.
     host, _, port = source.bootstrap_servers.partition(",")[0].rpartition(":")
     config = mirror_config(
@@ -45,10 +45,10 @@ def test_a_second_connector_writing_a_target_topic_of_another_fails_naming_both(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     worker: WorkerProcess,
 ) -> None:
-    topic = source_topic("twice", 1)
+    topic = new_topic("twice", 1)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v")])
     client = httpx.Client(base_url=worker.url, timeout=30)
     first, second = unique("first"), unique("second")

@@ -17,7 +17,6 @@ from devkafka.data import (
     ProduceSpec,
     Rec,
     committed_offsets,
-    create_topic,
     end_offsets,
     produce,
     read_all,
@@ -30,13 +29,13 @@ from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
 from mirror_sink.core.formats.offset_syncs import offset_syncs_topic
 from mirror_sink.failover.common.failover_record import FailoverRecord, failovers_topic, latest, read_records
 from mirror_sink.failover.failback.divergence import diverged_topic
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.clusters import assert_refused_alike, commit_group_offsets
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
 from tests.integration.harness.processes import run_failback, run_failover
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique, compacted_with_gaps
+from tests.integration.harness.topics import TopicFactory, Unique, compacted_with_gaps
 from tests.integration.harness.waiting import wait_until
 from tests.integration.java_tools import java_translate_offsets
 
@@ -90,17 +89,17 @@ def _recorded(target: KafkaEndpoint, config: dict[str, str]) -> FailoverRecord:
     return record
 
 
-def _make_sources(source: KafkaEndpoint, prefix: str) -> dict[str, int]:
-    """Aborted transactions (lz4), a zstd topic of big batches, a compacted topic with offset gaps."""
-    txn, big, compacted = f"{prefix}-txn", f"{prefix}-zstd", f"{prefix}-compacted"
-    create_topic(source.bootstrap_servers, txn, 3)
+def _make_sources(new_topic: TopicFactory, source: KafkaEndpoint, prefix: str) -> dict[str, int]:
+    """Aborted transactions (lz4), a zstd topic of big batches, a compacted topic with offset gaps: each
+    named ``{prefix}-...`` (and the test's suffix)."""
+    txn = new_topic(f"{prefix}-txn", 3)
     load = TransactionalLoad(source.bootstrap_servers, txn, 3, 900, per_txn=60, abort_every=4, txn_id=f"{prefix}-l")
     load.start()
-    create_topic(source.bootstrap_servers, big, 2)
+    big = new_topic(f"{prefix}-zstd", 2)
     now = int(time.time() * 1000)
     records = [Rec(b"k%d" % i, b"v%d-" % i * 20, (), now + i, i % 2) for i in range(800)]
     produce(source.bootstrap_servers, big, records, ProduceSpec(compression="zstd", batch_bytes=16384))
-    compacted_with_gaps(source.bootstrap_servers, compacted, "gzip")
+    compacted = compacted_with_gaps(new_topic, source, f"{prefix}-compacted", "gzip")
     load.join(120)
     return {txn: 3, big: 2, compacted: 1}
 
@@ -132,6 +131,7 @@ def test_failover_resumes_every_group_exactly(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     tmp_path: Path,
     mode: str,
@@ -139,7 +139,7 @@ def test_failover_resumes_every_group_exactly(
 ) -> None:
     prefix, name = unique(f"fo{mode}"), unique(f"fo{mode}")
     mid, end = unique("app-mid"), unique("app-end")
-    topics = _make_sources(source, prefix)
+    topics = _make_sources(new_topic, source, prefix)
     mids = _commit_groups(source, topics, mid, end)
     config = mirror_config(name, source, target, rf"{prefix}-.*", **{"mirror.mode": mode}, **CHECKPOINTS)
     proc = mirror(config).start()
@@ -233,12 +233,17 @@ def test_failover_resumes_every_group_exactly(
 
 
 def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
-    topic, name, alias = unique("dr"), unique("dr"), unique("drsrc")  # its own syncs and checkpoints topics
+    name, alias = unique("dr"), unique("drsrc")  # its own syncs and checkpoints topics
     mid, busy, unknown, late = unique("dr-mid"), unique("dr-busy"), unique("dr-none"), unique("dr-late")
     orphan = unique("dr-orphan")
-    create_topic(source.bootstrap_servers, topic, 2)
+    topic = new_topic("dr", 2)
     now = int(time.time() * 1000)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i, i % 2) for i in range(400)])
     commit_group_offsets(source.bootstrap_servers, mid, {(topic, 0): 77, (topic, 1): 123})
@@ -358,17 +363,16 @@ def test_disaster_failover_uses_checkpoints_and_refusals_commit_nothing(
 
 
 def test_group_sync_moves_idle_groups_forward_only(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    topic, name = unique("gsync"), unique("gsync")
+    name = unique("gsync")
     idle, ahead, active = unique("gs-idle"), unique("gs-ahead"), unique("gs-active")
-    create_topic(source.bootstrap_servers, topic, 1)
+    topic = new_topic("gsync", 1)
     now = int(time.time() * 1000)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i) for i in range(300)])
-    target_topic = f"source.{topic}"
     for group in (idle, ahead, active):
         commit_group_offsets(source.bootstrap_servers, group, {(topic, 0): 100})
-    create_topic(target.bootstrap_servers, target_topic, 1)
+    target_topic = new_topic("source.gsync", 1, on=target)  # f"source.{topic}": one suffix per test
     commit_group_offsets(target.bootstrap_servers, ahead, {(target_topic, 0): 250})  # must never go back to 100
     member = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": active, "session.timeout.ms": 30000})
     member.subscribe([target_topic])
@@ -393,11 +397,11 @@ def test_group_sync_moves_idle_groups_forward_only(
 
 
 def test_a_group_that_keeps_up_with_the_source_still_gets_fresh_exact_checkpoints(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """A consumer that commits at the source's head is always a little ahead of the mirror: its
     current offset is never yet translatable, but an offset it had a round or two earlier is."""
-    topic, name, group = source_topic("head", 1), unique("head"), unique("head-app")
+    topic, name, group = new_topic("head", 1), unique("head"), unique("head-app")
     # Transactions of 3 s: the head the group commits is always past what the mirror has committed.
     slow = {**CHECKPOINTS, "transaction.boundary.interval.ms": "3000"}
     proc = mirror(mirror_config(name, source, target, topic, **slow)).start()
@@ -425,11 +429,16 @@ def test_a_group_that_keeps_up_with_the_source_still_gets_fresh_exact_checkpoint
 
 
 def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_kept_byte_for_byte(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
     """Failback's first step (issue 29): the records past the failover's cut, from its durable record."""
-    topic, name, alias, group = unique("diverge"), unique("diverge"), unique("dvsrc"), unique("dv-app")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, alias, group = unique("diverge"), unique("dvsrc"), unique("dv-app")
+    topic = new_topic("diverge", 2)
     now = int(time.time() * 1000)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, (), now + i, i % 2) for i in range(100)])
     commit_group_offsets(source.bootstrap_servers, group, {(topic, 0): 10, (topic, 1): 20})
@@ -562,15 +571,20 @@ def test_records_the_old_primary_kept_past_a_disaster_cut_are_found_exactly_and_
 
 
 def test_a_planned_round_trip_in_record_mode_leaves_every_record_on_both_clusters_exactly_once(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
     """Fail over as planned, run on the new primary while its topics drift (a partition added, a config
     changed, a topic of its own), fail back: nothing diverges, drift is reported and reconciled, the
     groups come home exactly (an active one on the old primary refuses it first, committing nothing),
     and the forward link goes on without an echo. Both links in record mode."""
-    topic, name, alias, group = unique("trip"), unique("trip"), unique("tripsrc"), unique("trip-app")
-    target_topic, own = f"{alias}.{topic}", unique("only-on-b")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, alias, group = unique("trip"), unique("tripsrc"), unique("trip-app")
+    topic = new_topic("trip", 2)
+    target_topic = f"{alias}.{topic}"
     TransactionalLoad(source.bootstrap_servers, topic, 2, 60, per_txn=10, abort_every=3, txn_id=name).start().join(60)
     config = mirror_config(
         name, source, target, topic, **CHECKPOINTS, **{"source.cluster.alias": alias, "mirror.mode": "record"}
@@ -595,7 +609,7 @@ def test_a_planned_round_trip_in_record_mode_leaves_every_record_on_both_cluster
         incremental_configs=[ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)],
     )
     b_admin.incremental_alter_configs([retention])[retention].result(30)
-    create_topic(target.bootstrap_servers, own, 1)
+    own = new_topic("only-on-b", 1, on=target)
     now = int(time.time() * 1000)
     produce(target.bootstrap_servers, target_topic, [Rec(b"b", b"b%d" % i, (), now + i, i % 3) for i in range(30)])
     b_written = read_all(target.bootstrap_servers, target_topic)

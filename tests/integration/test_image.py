@@ -26,11 +26,10 @@ from devkafka.endpoints import KafkaEndpoint
 from devkafka.podman import podman as devkafka_podman
 from mirror_sink.core.runtime import build_info
 from tests.helm_render import find, render_chart, worker_args, worker_env, worker_mounts
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.configs import connector_config
 from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,7 +144,7 @@ def test_the_image_runs_the_worker_exactly_as_non_root_on_a_read_only_root(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     tmp_path: Path,
 ) -> None:
     worker = WorkerContainer(worker_image, tmp_path, unique("mirror-sink-0"))
@@ -162,7 +161,7 @@ def test_the_image_runs_the_worker_exactly_as_non_root_on_a_read_only_root(
     assert info["version"] == mirror_sink.__version__
     assert info["commit"] == build_info.commit(), "the commit baked into the image, no git inside"
 
-    name, topic = unique("image"), source_topic("image", 3)
+    name, topic = unique("image"), new_topic("image", 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 6000, pause_s=0.05, txn_id=unique("image-load"))
     created = client.post("/connectors", json={"name": name, "config": connector_config(source, target, topic)})
     assert created.status_code == 201, created.text
@@ -201,7 +200,7 @@ def test_a_restart_with_the_same_worker_id_fences_the_old_container(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     tmp_path: Path,
 ) -> None:
     """A frozen container (a node cut off) and its replacement with the same worker id, as a
@@ -213,7 +212,7 @@ def test_a_restart_with_the_same_worker_id_fences_the_old_container(
     old = WorkerContainer(worker_image, tmp_path / "old", pod, worker_id=worker_id)
     containers.append(old.start())
     client = httpx.Client(base_url=old.url, timeout=60)
-    name, topic = unique("fence"), source_topic("fence", 2)
+    name, topic = unique("fence"), new_topic("fence", 2)
     load = TransactionalLoad(source.bootstrap_servers, topic, 2, 4000, pause_s=0.05, txn_id=unique("fence-load"))
     config: dict[str, Any] = connector_config(source, target, topic, **{"tasks.max": "2"})
     assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201

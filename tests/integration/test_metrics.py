@@ -12,15 +12,14 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 
 from devkafka.cluster import free_port
-from devkafka.data import Rec, create_topic, end_offsets, produce
+from devkafka.data import Rec, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.metrics import scrape, total
 from tests.integration.harness.processes import MirrorProcess, WorkerProcess, run_drill
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 MM2 = "kafka_connect_mirror_mirrorsourceconnector_"
@@ -77,11 +76,15 @@ def assert_new_twins(m: Samples, connector: str, task: str, **labels: str) -> in
 
 
 def test_worker_metrics_count_what_was_mirrored_and_the_lag(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    worker: WorkerProcess,
+    tmp_path: Path,
 ) -> None:
-    name, topic = unique("metrics"), unique("metrics")
+    name, topic = unique("metrics"), new_topic("metrics", 2)
     target_topic = f"source.{topic}"
-    create_topic(source.bootstrap_servers, topic, 2)
     load = TransactionalLoad(source.bootstrap_servers, topic, 2, 600, per_txn=50, abort_every=4, txn_id=f"{name}-l")
     load.start().join(120)
     app = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": f"{name}-app"})
@@ -99,17 +102,16 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
     config = {k: v for k, v in mirror_config(name, source, target, topic, **checkpoints).items() if k != "name"}
     assert client.post("/connectors", json={"name": name, "config": config}).status_code == 201
     # Beside it, a connector with the new names only.
-    new_name, new_topic = unique("metricsnew"), unique("metricsnew")
-    create_topic(source.bootstrap_servers, new_topic, 1)
-    produce(source.bootstrap_servers, new_topic, [Rec(b"k", b"v%d" % i) for i in range(40)])
-    new_config = mirror_config(new_name, source, target, new_topic, **{"metric.names.formats": "new"})
+    new_name, new_names_topic = unique("metricsnew"), new_topic("metricsnew", 1)
+    produce(source.bootstrap_servers, new_names_topic, [Rec(b"k", b"v%d" % i) for i in range(40)])
+    new_config = mirror_config(new_name, source, target, new_names_topic, **{"metric.names.formats": "new"})
     new_config.pop("name")
     assert client.post("/connectors", json={"name": new_name, "config": new_config}).status_code == 201
     group = f"connect-{name}"
     wait_until(lambda: shadow_caught_up(source, topic, target, target_topic, group), 90, "the mirror")
-    new_target = f"source.{new_topic}"
+    new_target = f"source.{new_names_topic}"
     wait_until(
-        lambda: shadow_caught_up(source, new_topic, target, new_target, f"connect-{new_name}"),
+        lambda: shadow_caught_up(source, new_names_topic, target, new_target, f"connect-{new_name}"),
         90,
         "the new-names mirror",
     )
@@ -210,14 +212,13 @@ def test_worker_metrics_count_what_was_mirrored_and_the_lag(
 
 
 def test_a_quiet_source_leader_is_watched_and_what_comes_after_the_silence_mirrors_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
     """A leader quiet for a second gets read_uncommitted watches (fetch.idle.wait.max.ms) instead of
     read_committed Fetches ten times a second; a watch's records are never forwarded, so what its
     answer saw (open, committed and aborted transactions alike) reaches the target exactly once."""
-    name, topic = unique("watch"), unique("watch")
+    name, topic = unique("watch"), new_topic("watch", 2)
     target_topic, group = f"source.{topic}", f"connect-{name}"
-    create_topic(source.bootstrap_servers, topic, 2)
     client = httpx.Client(base_url=worker.url, timeout=60)
     config = mirror_config(name, source, target, topic, **{"mirror.mode": "raw"})
     assert client.post("/connectors", json={"name": config.pop("name"), "config": config}).status_code == 201
@@ -241,9 +242,9 @@ def test_a_quiet_source_leader_is_watched_and_what_comes_after_the_silence_mirro
 
 
 def test_run_serves_metrics_on_its_own_port(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    name, topic = unique("runmetrics"), source_topic("runmetrics", 1)
+    name, topic = unique("runmetrics"), new_topic("runmetrics", 1)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i) for i in range(120)])
     port = free_port()
     config = mirror_config(name, source, target, topic, **{"mirror.mode": "record", "metrics.aggregate": "topic"})

@@ -16,7 +16,6 @@ from devkafka.data import (
     ProduceSpec,
     Rec,
     committed_offsets,
-    create_topic,
     end_offsets,
     produce,
     produce_transactions,
@@ -25,12 +24,12 @@ from devkafka.data import (
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.jars import KafkaJars
 from mirror_sink.record.record_path import assign_validated
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import MirrorProcess
 from tests.integration.harness.records import contents, tricky_records
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 
@@ -39,11 +38,16 @@ from tests.integration.harness.waiting import wait_until
     [("DefaultReplicationPolicy", "raw"), ("IdentityReplicationPolicy", "raw"), ("DefaultReplicationPolicy", "record")],
 )
 def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, policy: str, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    policy: str,
+    mode: str,
 ) -> None:
-    name, topic = unique("basic"), unique("orders")
+    name, topic = unique("basic"), new_topic("orders", 3)
     target_topic = f"source.{topic}" if policy.startswith("Default") else topic
-    create_topic(source.bootstrap_servers, topic, 3)
     records = tricky_records(3)
     produce_transactions(
         source.bootstrap_servers,
@@ -71,11 +75,10 @@ def test_mirrors_keys_nulls_headers_timestamps_and_skips_aborted(
 
 
 def test_new_topics_and_partitions_are_mirrored_on_the_fly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     name, prefix = unique("grow"), unique("grow")
-    first, second = f"{prefix}-a", f"{prefix}-b"
-    create_topic(source.bootstrap_servers, first, 2)
+    first = new_topic(f"{prefix}-a", 2)
     produce(source.bootstrap_servers, first, tricky_records(2, 50))
     proc = mirror(mirror_config(name, source, target, rf"{prefix}-.*")).start()
     group = f"connect-{name}"
@@ -83,7 +86,7 @@ def test_new_topics_and_partitions_are_mirrored_on_the_fly(
         wait_until(lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 60, "first topic")
         admin = AdminClient({"bootstrap.servers": source.bootstrap_servers})
         admin.create_partitions([NewPartitions(first, 4)])[first].result(30)
-        create_topic(source.bootstrap_servers, second, 3)
+        second = new_topic(f"{prefix}-b", 3)
         produce(source.bootstrap_servers, first, tricky_records(4, 80))
         produce(source.bootstrap_servers, second, tricky_records(3, 60))
         wait_until(lambda: shadow_caught_up(source, first, target, f"source.{first}", group), 90, "grown topic")
@@ -95,9 +98,9 @@ def test_new_topics_and_partitions_are_mirrored_on_the_fly(
 
 
 def test_shadow_group_and_source_lag_are_visible_to_kafka_tooling(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("tooling"), source_topic("tooling", 2)
+    name, topic = unique("tooling"), new_topic("tooling", 2)
     produce(source.bootstrap_servers, topic, tricky_records(2, 40))
     proc = mirror(mirror_config(name, source, target, topic)).start()
     group = f"connect-{name}"
@@ -126,11 +129,10 @@ def test_shadow_group_and_source_lag_are_visible_to_kafka_tooling(
 
 
 def test_offset_fallback_latest_and_copy_once_from_a_source_group(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    latest_topic, copied_topic = unique("fb-latest"), unique("fb-copy")
+    latest_topic, copied_topic = new_topic("fb-latest", 2), new_topic("fb-copy", 2)
     for topic in (latest_topic, copied_topic):
-        create_topic(source.bootstrap_servers, topic, 2)
         produce(source.bootstrap_servers, topic, [Rec(b"old", b"old-%d" % i, partition=i % 2) for i in range(20)])
     legacy = unique("legacy-group")
     c = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": legacy})
@@ -188,9 +190,9 @@ def test_offset_fallback_latest_and_copy_once_from_a_source_group(
 
 
 def test_at_least_once_mode_commits_offsets_after_delivery(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("alo"), source_topic("alo", 3)
+    name, topic = unique("alo"), new_topic("alo", 3)
     produce(source.bootstrap_servers, topic, tricky_records(3, 300), ProduceSpec(compression="snappy"))
     proc = mirror(mirror_config(name, source, target, topic, **{"transaction.producer": "false"})).start()
     group = f"connect-{name}"
@@ -226,10 +228,10 @@ def test_unreachable_source_fails_with_the_address_once_its_give_up_time_passed(
 
 
 def test_record_too_large_for_the_target_fails_the_task_and_commits_nothing(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("toolarge"), source_topic("toolarge", 1)
-    create_topic(target.bootstrap_servers, topic, 1, {"max.message.bytes": "2000"})
+    name, topic = unique("toolarge"), new_topic("toolarge", 1)
+    new_topic("toolarge", 1, {"max.message.bytes": "2000"}, on=target)  # named as the identity policy names it
     # Random bytes: compression must not shrink the record under the limit.
     produce(source.bootstrap_servers, topic, [Rec(b"small", b"s" * 10), Rec(b"big", os.urandom(20_000))])
     identity = {"replication.policy.class": "IdentityReplicationPolicy"}
@@ -248,14 +250,19 @@ def _reading(proc: MirrorProcess, partitions: int) -> bool:
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_transaction_ends_once_the_mirror_has_caught_up_not_at_the_interval(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
 ) -> None:
     """``transaction.boundary=caught-up`` (the default) commits as soon as nothing else waits;
     ``interval`` only at the interval: the same record, visible in seconds against not yet."""
-    topics = {boundary: unique(f"boundary-{boundary}") for boundary in ("caught-up", "interval")}
+    topics: dict[str, str] = {}
     procs = {}
-    for boundary, topic in topics.items():
-        create_topic(source.bootstrap_servers, topic, 2)
+    for boundary in ("caught-up", "interval"):
+        topic = topics[boundary] = new_topic(f"boundary-{boundary}", 2)
         config = mirror_config(
             unique(f"boundary-{boundary}"),
             source,
@@ -287,13 +294,12 @@ def test_a_transaction_ends_once_the_mirror_has_caught_up_not_at_the_interval(
 
 
 def test_records_flowing_steadily_share_transactions_for_the_linger(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """``transaction.boundary.linger.ms``: a caught-up task commits no sooner than the linger after its
     previous commit, so a trickle shares transactions and their markers (one per partition a
     transaction wrote) instead of paying one transaction per record, and every record arrives once."""
-    topic = unique("linger")
-    create_topic(source.bootstrap_servers, topic, 2)
+    topic = new_topic("linger", 2)
     # (The interval, 200 ms in the tests' settings, would end each transaction before the linger.)
     linger = {"transaction.boundary.linger.ms": "2000", "transaction.boundary.interval.ms": "10000"}
     config = mirror_config(unique("linger"), source, target, topic, **linger)
@@ -323,13 +329,13 @@ def test_records_flowing_steadily_share_transactions_for_the_linger(
 
 
 def test_a_partition_assigned_again_with_its_leader_epoch_reads_on_from_its_offset(
-    source: KafkaEndpoint, source_topic: TopicFactory
+    source: KafkaEndpoint, new_topic: TopicFactory
 ) -> None:
     """Record mode re-assigns a partition at its committed offset with the stored leader epoch and
     seeks with that epoch (KIP-320 validation). Right after an unassign, librdkafka has not started
     the new fetcher yet and refuses a seek (``_STATE``, cc23: the record mirror died in a rewind):
     ``assign_validated`` waits for it, every time."""
-    topic = source_topic("reassign", 1)
+    topic = new_topic("reassign", 1)
     produce(source.bootstrap_servers, topic, [Rec(None, f"v{i}".encode(), (), None, 0) for i in range(200)])
     consumer = Consumer(
         {

@@ -8,12 +8,11 @@ import httpx
 
 from devkafka.data import produce
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.configs import FAST_SETTINGS
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import ChildProcess, WorkerProcess
 from tests.integration.harness.records import TransactionalLoad, tricky_records
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 
@@ -39,9 +38,9 @@ def mm2_file(path: Path, source: KafkaEndpoint, target: KafkaEndpoint, topics: s
 
 
 def test_mm2_file_mirrors_end_to_end(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    topic = source_topic("mm2", 3)
+    topic = new_topic("mm2", 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 3000, txn_id=unique("mm2"))
     load.start()
     config = mm2_file(tmp_path / "mm2.properties", source, target, topic, "sink")
@@ -71,9 +70,9 @@ def test_mm2_source_connectors_are_refused_with_what_to_set(
 
 
 def test_workers_sharing_a_config_topic_share_the_work(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    topic, name, config_topic = source_topic("shared", 4), unique("shared"), unique("mirror-sink-configs")
+    topic, name, config_topic = new_topic("shared", 4), unique("shared"), unique("mirror-sink-configs")
     properties = tmp_path / "worker.properties"
     settings = {
         "config.storage": "kafka",

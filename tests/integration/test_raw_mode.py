@@ -13,16 +13,16 @@ import psutil
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from devkafka.data import ProduceSpec, Rec, create_topic, produce, produce_transactions, read_all
+from devkafka.data import ProduceSpec, Rec, produce, produce_transactions, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.raw.forwarder import SAMPLE_BATCHES
 from mirror_sink.raw.wire.batches import HEADER_SIZE
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import MirrorProcess
 from tests.integration.harness.records import committed_data_batches, tricky_records
-from tests.integration.harness.topics import Unique, compacted_with_gaps
+from tests.integration.harness.topics import TopicFactory, Unique, compacted_with_gaps
 from tests.integration.harness.waiting import wait_until
 
 RAW = {"mirror.mode": "raw"}
@@ -35,14 +35,14 @@ def _final_progress(proc: MirrorProcess) -> str:
 
 
 def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_settings(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     name, prefix = unique("codecs"), unique("codec")
     codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
     topic_config = {"cleanup.policy": "compact,delete", "retention.ms": "315360000000", "max.message.bytes": "2000000"}
+    topics: dict[str, str] = {}
     for codec in codecs:
-        topic = f"{prefix}-{codec}"
-        create_topic(source.bootstrap_servers, topic, 2, topic_config)
+        topic = topics[codec] = new_topic(f"{prefix}-{codec}", 2, topic_config)
         # Several batches per partition, with keys, nulls, headers and timestamps in them.
         spec = ProduceSpec(compression=codec, batch_bytes=4096)
         produce(source.bootstrap_servers, topic, tricky_records(2, 300, null_keys=False), spec)
@@ -50,7 +50,7 @@ def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_sett
     try:
         group = f"connect-{name}"
         for codec in codecs:
-            topic = f"{prefix}-{codec}"
+            topic = topics[codec]
             wait_until(partial(shadow_caught_up, source, topic, target, f"source.{topic}", group), 60, topic)
             assert_exact_mirror(source, topic, target, f"source.{topic}", group)
     finally:
@@ -58,7 +58,7 @@ def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_sett
     assert "starting in raw mode" in proc.log_text()
     assert "re-encoded: none" in _final_progress(proc)
     for codec in codecs:
-        topic = f"{prefix}-{codec}"
+        topic = topics[codec]
         for p in range(2):
             src = committed_data_batches(source.bootstrap_servers, topic, p)
             dst = committed_data_batches(target.bootstrap_servers, f"source.{topic}", p)
@@ -67,7 +67,7 @@ def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_sett
                 assert a[21] & 0x07 == b[21] & 0x07, f"{topic}-{p} batch {i}: codec changed"
                 assert a[HEADER_SIZE:] == b[HEADER_SIZE:], f"{topic}-{p} batch {i}: payload bytes differ"
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
-    res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{prefix}-lz4")
+    res = ConfigResource(ConfigResource.Type.TOPIC, f"source.{topics['lz4']}")
     configs = admin.describe_configs([res])[res].result(30)
     assert {k: configs[k].value for k in topic_config} == topic_config, "copied from the source topic"
     assert configs["message.timestamp.type"].value == "CreateTime"
@@ -75,10 +75,9 @@ def test_every_codec_keeps_its_compressed_bytes_and_the_target_topics_their_sett
 
 
 def test_a_compacted_source_with_offset_gaps_mirrors_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("compacted"), unique("compacted")
-    compacted_with_gaps(source.bootstrap_servers, topic, "lz4")
+    name, topic = unique("compacted"), compacted_with_gaps(new_topic, source, "compacted", "lz4")
     proc = mirror(mirror_config(name, source, target, topic, **RAW)).start()
     try:
         group = f"connect-{name}"
@@ -91,9 +90,9 @@ def test_a_compacted_source_with_offset_gaps_mirrors_exactly(
 
 
 def test_a_start_inside_a_batch_mirrors_only_the_records_from_there(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic, group = unique("midbatch"), source_topic("midbatch", 1), unique("app")
+    name, topic, group = unique("midbatch"), new_topic("midbatch", 1), unique("app")
     records = [Rec(b"k%d" % i, b"value-%d" % i) for i in range(100)]
     produce(source.bootstrap_servers, topic, records, ProduceSpec(compression="zstd", linger_ms=200))
     assert len(committed_data_batches(source.bootstrap_servers, topic, 0)) == 1, "one batch holds every record"
@@ -114,14 +113,14 @@ def test_a_start_inside_a_batch_mirrors_only_the_records_from_there(
 
 
 def test_a_batch_over_the_target_topics_limit_is_split_until_a_raised_limit_reaches_the_task(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """The target topic's max.message.bytes travels with the topic mappings: a source batch larger
     than it is re-encoded into batches that fit, and once an operator raises it, the next topic
     refresh hands the new limit to the task, which then forwards such a batch whole."""
-    name, topic = unique("limit"), source_topic("limit", 1)
-    target_topic, limit = f"source.{topic}", 8000
-    create_topic(target.bootstrap_servers, target_topic, 1, {"max.message.bytes": str(limit)})
+    name, topic = unique("limit"), new_topic("limit", 1)
+    limit = 8000
+    target_topic = new_topic("source.limit", 1, {"max.message.bytes": str(limit)}, on=target)  # f"source.{topic}"
     one_batch = ProduceSpec(linger_ms=500)  # random values: no codec shrinks the batch under the limit
 
     def batch_of_50(first: int) -> list[Rec]:
@@ -159,7 +158,7 @@ BUDGET = 24 * 1024 * 1024
 #: What a busy mirror holds beyond its warmed-up idle footprint and the budget. The budget charges
 #: every response frame whole while any of its batches is queued or unacknowledged, and nothing
 #: else holds batch bytes (responses are read in place and Produce requests are sent from the
-#: frames, see mirror_sink.raw.receive and .send); what is left is the decoded responses, small
+#: frames, see mirror_sink.raw.wire.receive and .send); what is left is the decoded responses, small
 #: responses' copies, the connections' scratch buffers and the allocator's slack. Measured: 28 MiB
 #: of growth on a 24 MiB budget, run after run alone or beside the kafka tier, and once 36 MiB in a
 #: clean-clone run with three test workers on two cores (file-backed pages do not move: the growth
@@ -200,11 +199,10 @@ class RssSampler:
 
 
 def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_sizes(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("memory"), unique("memory")
     partitions = 200
-    create_topic(source.bootstrap_servers, topic, partitions)
+    name, topic = unique("memory"), new_topic("memory", partitions)
     config = mirror_config(
         name,
         source,
@@ -257,11 +255,11 @@ def test_memory_stays_within_the_budget_whatever_the_partition_count_and_fetch_s
 
 
 def test_auto_mode_turns_to_record_mode_when_the_source_s_batches_are_tiny(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """Small source transactions leave batches of a record or two (under 100 bytes): after its first batches, auto
     mode goes on in record mode, from the committed offsets, and the mirror stays exact."""
-    name, topic = unique("tiny"), source_topic("tiny", 2)
+    name, topic = unique("tiny"), new_topic("tiny", 2)
     transactions = [([Rec(b"k", f"{i}".encode(), partition=i % 2)], True) for i in range(SAMPLE_BATCHES + 300)]
     produce_transactions(source.bootstrap_servers, topic, transactions, ProduceSpec(transactional_id=f"{topic}-w"))
     proc = mirror(mirror_config(name, source, target, topic, **{"mirror.mode": "auto"})).start()
@@ -278,12 +276,11 @@ def test_auto_mode_turns_to_record_mode_when_the_source_s_batches_are_tiny(
 
 
 def test_on_a_version_2_target_each_transaction_writes_with_an_epoch_of_its_own(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """Transactions version 2 (KIP-890 part 2) on the wire: no AddPartitionsToTxn, and each EndTxn
     gives the next transaction a new epoch, so no late write of an ended transaction can join the next."""
-    name, topic = unique("txv2"), unique("txv2")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, topic = unique("txv2"), new_topic("txv2", 2)
     config = mirror_config(name, source, target, topic, **RAW, **{"transaction.boundary.interval.ms": "100"})
     proc = mirror(config).start()
     group = f"connect-{name}"

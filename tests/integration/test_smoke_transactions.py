@@ -12,20 +12,20 @@ from devkafka.data import (
     ProduceSpec,
     Rec,
     committed_offsets,
-    create_topic,
     produce,
     produce_transactions,
     read_all,
 )
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import TopicFactory
+from tests.integration.harness.topics import TopicFactory
 
 
 @pytest.mark.parametrize("side", ["source", "target"])
-def test_commit_and_abort_are_isolated(side: str, request: pytest.FixtureRequest, unique: Callable[[str], str]) -> None:
+def test_commit_and_abort_are_isolated(
+    side: str, request: pytest.FixtureRequest, unique: Callable[[str], str], new_topic: TopicFactory
+) -> None:
     cluster: KafkaEndpoint = request.getfixturevalue(side)
-    topic = unique(f"smoke-{side}")
-    create_topic(cluster.bootstrap_servers, topic, partitions=2)
+    topic = new_topic(f"smoke-{side}", partitions=2, on=cluster)
     committed = [Rec(b"k%d" % i, b"committed-%d" % i, partition=i % 2) for i in range(10)]
     aborted = [Rec(b"k%d" % i, b"aborted-%d" % i, partition=i % 2) for i in range(10)]
     produce_transactions(
@@ -45,9 +45,9 @@ def test_commit_and_abort_are_isolated(side: str, request: pytest.FixtureRequest
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_compressed_produce_round_trips(
-    source: KafkaEndpoint, unique: Callable[[str], str], source_topic: TopicFactory, codec: str
+    source: KafkaEndpoint, unique: Callable[[str], str], new_topic: TopicFactory, codec: str
 ) -> None:
-    topic = source_topic(f"smoke-{codec}", partitions=3)
+    topic = new_topic(f"smoke-{codec}", partitions=3)
     records = [
         Rec(
             b"key-%d" % i,
@@ -67,12 +67,11 @@ def test_compressed_produce_round_trips(
 
 @contextmanager
 def _offsets_producer(
-    target: KafkaEndpoint, unique: Callable[[str], str], label: str, partitions: int
+    target: KafkaEndpoint, unique: Callable[[str], str], new_topic: TopicFactory, label: str, partitions: int
 ) -> Iterator[tuple[str, str, Producer, object]]:
     """A fresh topic and group on the target, a transactional producer ready to begin, and the group's
     metadata to send offsets with (from a consumer that never joins)."""
-    topic, group = unique(f"smoke-{label}"), unique(f"smoke-{label}-group")
-    create_topic(target.bootstrap_servers, topic, partitions=partitions)
+    topic, group = new_topic(f"smoke-{label}", partitions=partitions, on=target), unique(f"smoke-{label}-group")
     consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group})
     producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": unique(f"{label}-tx")})
     try:
@@ -83,10 +82,10 @@ def _offsets_producer(
 
 
 def test_send_offsets_to_transaction_is_readable_with_stable_fetch(
-    target: KafkaEndpoint, unique: Callable[[str], str]
+    target: KafkaEndpoint, unique: Callable[[str], str], new_topic: TopicFactory
 ) -> None:
     """The shadow-group mechanism: offsets committed inside a target transaction, read back stable."""
-    with _offsets_producer(target, unique, "offsets", 2) as (topic, group, producer, metadata):
+    with _offsets_producer(target, unique, new_topic, "offsets", 2) as (topic, group, producer, metadata):
         producer.begin_transaction()
         producer.produce(topic, b"v", partition=1)
         producer.send_offsets_to_transaction([TopicPartition(topic, 0, 42), TopicPartition(topic, 1, 7)], metadata, 30)
@@ -102,11 +101,11 @@ def test_send_offsets_to_transaction_is_readable_with_stable_fetch(
 
 
 def test_offsets_sent_in_parts_commit_together_or_not_at_all(
-    target: KafkaEndpoint, unique: Callable[[str], str]
+    target: KafkaEndpoint, unique: Callable[[str], str], new_topic: TopicFactory
 ) -> None:
     """A committer sends a large offset set in parts (OFFSETS_PER_REQUEST): librdkafka takes several
     send_offsets_to_transaction calls in one transaction, and the commit or abort covers them all."""
-    with _offsets_producer(target, unique, "parts", 4) as (topic, group, producer, metadata):
+    with _offsets_producer(target, unique, new_topic, "parts", 4) as (topic, group, producer, metadata):
         producer.begin_transaction()
         for part in ([TopicPartition(topic, 0, 10), TopicPartition(topic, 1, 11)], [TopicPartition(topic, 2, 12)]):
             producer.send_offsets_to_transaction(part, metadata, 30)

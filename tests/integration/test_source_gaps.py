@@ -23,12 +23,12 @@ from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.formats.commit_metadata import stored_topic_id
 from mirror_sink.core.formats.offset_syncs import OffsetIndex
 from mirror_sink.core.formats.skipped_ranges import gaps_topic
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import offset_syncs_of, shadow_caught_up
 from tests.integration.harness.metrics import scrape, total
 from tests.integration.harness.processes import MirrorProcess
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 MODES = ("raw", "record")
@@ -81,11 +81,11 @@ def test_records_deleted_while_the_mirror_was_stopped_fail_it_naming_each_partit
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
 ) -> None:
-    name, topic = unique(f"gone-{mode}"), source_topic(f"gone-{mode}", 3)
+    name, topic = unique(f"gone-{mode}"), new_topic(f"gone-{mode}", 3)
     produce(source.bootstrap_servers, topic, _records(3, 100))
     config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
     proc = _mirrored_then_stopped(mirror, config, source, target, topic)
@@ -108,11 +108,11 @@ def test_records_deleted_under_a_running_mirror_fail_it_the_same_way(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
 ) -> None:
-    name, topic = unique(f"gone-live-{mode}"), source_topic(f"gone-live-{mode}", 2)
+    name, topic = unique(f"gone-live-{mode}"), new_topic(f"gone-live-{mode}", 2)
     produce(source.bootstrap_servers, topic, _records(2, 100))
     # A session long enough that the pause below never costs the task its partitions: the fetch, not
     # a new assignment, must be what finds the gap.
@@ -146,12 +146,12 @@ def test_a_source_topic_created_again_fails_the_mirror_naming_both_ids(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
     grown: bool,
 ) -> None:
-    name, topic = unique(f"again-{mode}"), source_topic(f"again-{mode}", 2)
+    name, topic = unique(f"again-{mode}"), new_topic(f"again-{mode}", 2)
     produce(source.bootstrap_servers, topic, _records(2, 100))
     old_id = topic_id(source.bootstrap_servers, topic)
     config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
@@ -214,11 +214,11 @@ def test_skip_steps_over_records_deleted_while_stopped_and_records_the_exact_ran
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
 ) -> None:
-    name, topic = unique(f"skip-{mode}"), source_topic(f"skip-{mode}", 3)
+    name, topic = unique(f"skip-{mode}"), new_topic(f"skip-{mode}", 3)
     produce(source.bootstrap_servers, topic, _records(3, 100))
     config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
     _mirrored_then_stopped(mirror, config, source, target, topic)
@@ -243,11 +243,11 @@ def test_skip_steps_over_records_deleted_under_a_running_mirror_the_same_way(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
 ) -> None:
-    name, topic = unique(f"skip-live-{mode}"), source_topic(f"skip-live-{mode}", 2)
+    name, topic = unique(f"skip-live-{mode}"), new_topic(f"skip-live-{mode}", 2)
     produce(source.bootstrap_servers, topic, _records(2, 100))
     settings = {
         "mirror.mode": mode,
@@ -277,11 +277,11 @@ def test_a_source_topic_created_again_under_a_running_mirror_fails_it_naming_bot
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
 ) -> None:
-    name, topic = unique(f"again-live-{mode}"), source_topic(f"again-live-{mode}", 2)
+    name, topic = unique(f"again-live-{mode}"), new_topic(f"again-live-{mode}", 2)
     produce(source.bootstrap_servers, topic, _records(2, 100))
     old_id = topic_id(source.bootstrap_servers, topic)
     config = mirror_config(
@@ -352,12 +352,12 @@ def test_continue_mirrors_a_recreated_topic_from_its_start_exactly_once_and_on_r
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
     when: str,
 ) -> None:
-    name, topic = unique(f"continue-{when}-{mode}"), source_topic(f"continue-{when}-{mode}", 2)
+    name, topic = unique(f"continue-{when}-{mode}"), new_topic(f"continue-{when}-{mode}", 2)
     produce(source.bootstrap_servers, topic, _records(2, 100))
     old = read_all(source.bootstrap_servers, topic)
     old_id = topic_id(source.bootstrap_servers, topic)

@@ -22,12 +22,12 @@ import pytest
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.jars import SparkKafkaJars
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import shadow_caught_up
 from tests.integration.harness.processes import run_translate
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 APP = Path(__file__).parent / "spark_apps" / "kafka_reader.py"
@@ -82,12 +82,12 @@ def test_a_structured_streaming_query_resumes_on_the_target_from_its_translated_
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     spark_kafka_reader: KafkaReader,
     tmp_path: Path,
 ) -> None:
-    topic, name = source_topic("sparkcp", 2), unique("sparkcp")
+    topic, name = new_topic("sparkcp", 2), unique("sparkcp")
     # Transactions, every fifth aborted: the source's offsets hold markers and aborted records, and the
     # target's hold the mirror's own markers, so no offset is the same on both sides.
     TransactionalLoad(source.bootstrap_servers, topic, 2, 600, per_txn=40, txn_id=unique("first")).start().join(120)

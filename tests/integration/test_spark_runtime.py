@@ -14,14 +14,14 @@ from typing import Protocol
 
 import pytest
 
-from devkafka.data import ProduceSpec, Rec, create_topic, produce
+from devkafka.data import ProduceSpec, Rec, produce
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import ChildProcess
 from tests.integration.harness.records import TransactionalLoad, tricky_records
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 
@@ -83,19 +83,26 @@ def spark_config(name: str, source: KafkaEndpoint, target: KafkaEndpoint, topic:
     return mirror_config(name, source, target, topic, runtime="spark")
 
 
-def seeded(source: KafkaEndpoint, unique: Unique, topic: str, records: int = 3000) -> None:
-    """``records`` committed records in transactions, a fifth of them aborted, 3 partitions."""
-    create_topic(source.bootstrap_servers, topic, 3)
+def seeded(new_topic: TopicFactory, source: KafkaEndpoint, unique: Unique, base: str, records: int = 3000) -> str:
+    """A topic of 3 partitions on ``source``, named from ``base``, with ``records`` committed records in
+    transactions, a fifth of them aborted; its name."""
+    topic = new_topic(base, 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, records, compression="zstd", txn_id=unique("sp"))
     load.start().join(300)
+    return topic
 
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_spark_mirrors_exactly_once_with_aborted_source_transactions(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, spark_local: SparkFactory, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    spark_local: SparkFactory,
+    mode: str,
 ) -> None:
-    name, topic = unique("spark"), unique("spark")
-    seeded(source, unique, topic)
+    name = unique("spark")
+    topic = seeded(new_topic, source, unique, "spark")
     run = spark_local({**spark_config(name, source, target, topic), "mirror.mode": mode})
     assert run.run() == 0, run.log_tail()
     assert f"records mirrored in {mode} mode" in run.log_text(), run.log_tail()
@@ -103,12 +110,12 @@ def test_spark_mirrors_exactly_once_with_aborted_source_transactions(
 
 
 def test_raw_ranges_that_end_inside_a_batch_are_cut_there(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, spark_local: SparkFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, spark_local: SparkFactory
 ) -> None:
     # 500 offsets per micro-batch over 3 partitions: range ends fall inside the producer's batches
     # (one per partition per flush, hundreds of records), whose records past the end belong to the
     # next range (raw mode re-encodes the crossing batch).
-    name, topic = unique("spark-cut"), source_topic("spark-cut", 3)
+    name, topic = unique("spark-cut"), new_topic("spark-cut", 3)
     produce(source.bootstrap_servers, topic, tricky_records(3, 3000), ProduceSpec(compression="zstd", linger_ms=200))
     config = {**spark_config(name, source, target, topic), "mirror.mode": "raw"}
     run = spark_local(config, extra=("--max-records-per-trigger", "500"))
@@ -119,11 +126,11 @@ def test_raw_ranges_that_end_inside_a_batch_are_cut_there(
 
 
 def test_max_bytes_per_trigger_bounds_each_micro_batch_by_the_sources_log_sizes(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, spark_local: SparkFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, spark_local: SparkFactory
 ) -> None:
     # 300 records of 20 KB over 3 partitions (6 MB); a 1.5 MB budget is about 25 records per
     # partition per micro-batch, so the copy runs in several micro-batches of bounded size.
-    name, topic = unique("spark-bytes"), source_topic("spark-bytes", 3)
+    name, topic = unique("spark-bytes"), new_topic("spark-bytes", 3)
     now = int(time.time() * 1000) - 300
     records = (Rec(f"k{i}".encode(), os.urandom(20_000), (), now + i, i % 3) for i in range(300))
     produce(source.bootstrap_servers, topic, records, ProduceSpec(linger_ms=50))
@@ -138,10 +145,15 @@ def test_max_bytes_per_trigger_bounds_each_micro_batch_by_the_sources_log_sizes(
 
 
 def test_a_writer_failing_between_produce_and_commit_is_retried_without_duplicates(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path, spark_local: SparkFactory
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    tmp_path: Path,
+    spark_local: SparkFactory,
 ) -> None:
-    name, topic = unique("spark-fault"), unique("spark-fault")
-    seeded(source, unique, topic)
+    name = unique("spark-fault")
+    topic = seeded(new_topic, source, unique, "spark-fault")
     marker = tmp_path / "fail-once"
     marker.touch()
     run = spark_local(spark_config(name, source, target, topic), master="local[2,4]")  # 4 task attempts
@@ -156,10 +168,10 @@ def test_a_writer_failing_between_produce_and_commit_is_retried_without_duplicat
 
 
 def test_deleting_the_checkpoint_between_runs_stays_exact(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, spark_local: SparkFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, spark_local: SparkFactory
 ) -> None:
-    name, topic = unique("spark-ckpt"), unique("spark-ckpt")
-    seeded(source, unique, topic, 1500)
+    name = unique("spark-ckpt")
+    topic = seeded(new_topic, source, unique, "spark-ckpt", 1500)
     run = spark_local(spark_config(name, source, target, topic))
     assert run.run() == 0, run.log_tail()
     produce(source.bootstrap_servers, topic, tricky_records(3, 300))
@@ -172,12 +184,13 @@ def test_handoff_between_the_worker_and_spark_runtimes(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
+    new_topic: TopicFactory,
     tmp_path: Path,
     spark_local: SparkFactory,
     mirror: MirrorFactory,
 ) -> None:
-    name, topic = unique("handoff"), unique("handoff")
-    seeded(source, unique, topic, 1200)
+    name = unique("handoff")
+    topic = seeded(new_topic, source, unique, "handoff", 1200)
     group, target_topic = f"connect-{name}", f"source.{topic}"
     worker_config = mirror_config(name, source, target, topic)
 
@@ -205,10 +218,10 @@ def test_handoff_between_the_worker_and_spark_runtimes(
 
 
 def test_sigterm_stops_a_continuous_spark_query_promptly_and_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, spark_local: SparkFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, spark_local: SparkFactory
 ) -> None:
-    name, topic = unique("spark-term"), unique("spark-term")
-    seeded(source, unique, topic, 1200)
+    name = unique("spark-term")
+    topic = seeded(new_topic, source, unique, "spark-term", 1200)
     run = spark_local(spark_config(name, source, target, topic), extra=("--trigger", "processing-time:1 second"))
     run.start()
     wait_until(

@@ -11,11 +11,11 @@ from confluent_kafka.admin import AdminClient
 
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 4
@@ -30,9 +30,9 @@ def _members(target: KafkaEndpoint, group: str) -> tuple[ConsumerGroupState, lis
 
 
 def test_a_killed_task_restarted_takes_its_partitions_back_at_once_and_a_stop_leaves_the_group(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, mirror: MirrorFactory
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
-    name, topic = unique("static"), source_topic("static", PARTITIONS)
+    name, topic = unique("static"), new_topic("static", PARTITIONS)
     group, target_topic = f"connect-{name}", f"source.{topic}"
     static = {"target.cluster.consumer.session.timeout.ms": "45000", "shadow.group.static.membership": "true"}
     config = mirror_config(name, source, target, topic, **static)

@@ -20,12 +20,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from devkafka.data import Rec, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.clusters import commit_group_offsets
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.processes import WorkerProcess, run_drill
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 
 
 @pytest.fixture
@@ -60,12 +59,12 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     worker: WorkerProcess,
     browser: WebDriver,
     tmp_path: Path,
 ) -> None:
-    good, topic = unique("page"), source_topic("page", 2)
+    good, topic = unique("page"), new_topic("page", 2)
     TransactionalLoad(source.bootstrap_servers, topic, 2, 3000, per_txn=100, txn_id=f"{good}-l").start().join(120)
     client = httpx.Client(base_url=worker.url, timeout=60)
     verify = {"verify.enabled": "true", "verify.interval.seconds": "1"}
@@ -73,7 +72,7 @@ def test_status_page_shows_running_lag_and_a_failed_trace(
     assert client.post("/connectors", json={"name": good, "config": config}).status_code == 201
 
     # A connector whose task must fail: a record larger than its target topic accepts.
-    bad, big = unique("pagebad"), source_topic("pagebig", 1)
+    bad, big = unique("pagebad"), new_topic("pagebig", 1)
     produce(source.bootstrap_servers, big, [Rec(b"k", b"x" * 50_000)])
     admin = AdminClient({"bootstrap.servers": target.bootstrap_servers})
     small = NewTopic(f"source.{big}", 1, -1, config={"max.message.bytes": "2000"})

@@ -10,7 +10,6 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from devkafka.data import create_topic
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
 from mirror_sink.core.base.partitions import TargetPartition
@@ -18,9 +17,8 @@ from mirror_sink.task.target_leaders import TargetLeaders
 from mirror_sink.topics.coordinators import ask_coordinators
 from mirror_sink.topics.source_discovery import TopicMapping
 from mirror_sink.topics.topic_provisioner import TopicProvisioner
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.configs import mirror_config
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 
 #: A broker's max.message.bytes where nothing sets one (Kafka's default).
 BROKER_DEFAULT = 1024 * 1024 + 12
@@ -42,10 +40,10 @@ def _configs(target: KafkaEndpoint, topic: str) -> dict[str, str]:
 
 
 def test_config_sync_sets_the_source_topics_configs_and_the_mapping_carries_the_limit_in_effect(
-    source: KafkaEndpoint, target: KafkaEndpoint, source_topic: TopicFactory, caplog: pytest.LogCaptureFixture
+    source: KafkaEndpoint, target: KafkaEndpoint, new_topic: TopicFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    topic = source_topic("sync", 1, {"retention.ms": "7200000", "max.message.bytes": "300000"})
-    create_topic(target.bootstrap_servers, f"source.{topic}", 1, {"retention.ms": "60000", "max.message.bytes": "5000"})
+    topic = new_topic("sync", 1, {"retention.ms": "7200000", "max.message.bytes": "300000"})
+    new_topic("source.sync", 1, {"retention.ms": "60000", "max.message.bytes": "5000"}, on=target)  # source.{topic}
     with caplog.at_level(logging.INFO, "mirror_sink.topics.topic_provisioner"):
         mapping = _reconcile(source, target, topic)
     configs = _configs(target, f"source.{topic}")
@@ -55,11 +53,11 @@ def test_config_sync_sets_the_source_topics_configs_and_the_mapping_carries_the_
 
 
 def test_without_config_sync_the_operators_limit_is_read_and_a_recompressing_codec_is_named(
-    source: KafkaEndpoint, target: KafkaEndpoint, source_topic: TopicFactory, caplog: pytest.LogCaptureFixture
+    source: KafkaEndpoint, target: KafkaEndpoint, new_topic: TopicFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    topic = source_topic("nosync", 1)
+    topic = new_topic("nosync", 1)
     operators = {"compression.type": "gzip", "max.message.bytes": "5000"}
-    create_topic(target.bootstrap_servers, f"source.{topic}", 1, operators)
+    new_topic("source.nosync", 1, operators, on=target)  # f"source.{topic}": one suffix per test
     with caplog.at_level(logging.WARNING, "mirror_sink.topics.topic_provisioner"):
         mapping = _reconcile(source, target, topic, **{"sync.topic.configs.enabled": "false"})
     assert mapping.target_max_message_bytes == 5000
@@ -69,10 +67,9 @@ def test_without_config_sync_the_operators_limit_is_read_and_a_recompressing_cod
 
 @pytest.mark.parametrize(("mode", "limit"), [("auto", BROKER_DEFAULT), ("raw", BROKER_DEFAULT), ("record", None)])
 def test_a_created_target_topic_has_the_broker_default_limit_read_only_where_raw_mode_may_run(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mode: str, limit: int | None
+    source: KafkaEndpoint, target: KafkaEndpoint, new_topic: TopicFactory, mode: str, limit: int | None
 ) -> None:
-    topic = unique(f"created-{mode}")
-    create_topic(source.bootstrap_servers, topic, 2)
+    topic = new_topic(f"created-{mode}", 2)
     mapping = _reconcile(source, target, topic, **{"mirror.mode": mode})
     assert (mapping.source_partitions, mapping.target_max_message_bytes) == (2, limit)
 

@@ -19,12 +19,11 @@ import pytest
 
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.configs import FAST_SETTINGS
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import WorkerProcess
 from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -47,9 +46,9 @@ def _spread(worker: WorkerProcess, name: str) -> Counter[str] | None:
 
 
 def test_three_workers_spread_six_tasks_and_survive_a_rolling_restart_exactly_once(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    name, topic = unique("group"), source_topic("group", PARTITIONS)
+    name, topic = unique("group"), new_topic("group", PARTITIONS)
     properties = tmp_path / "worker.properties"
     settings = {
         "config.storage": "kafka",

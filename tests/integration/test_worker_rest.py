@@ -14,12 +14,11 @@ from confluent_kafka import Consumer, TopicPartition
 
 from devkafka.data import ProduceSpec, Rec, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import TopicFactory
 from tests.integration.harness.configs import PLUGIN, connector_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import ChildProcess, WorkerProcess
 from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 
@@ -55,9 +54,9 @@ def states(client: httpx.Client, name: str) -> tuple[str, list[str]]:
 
 
 def test_connect_rest_api_end_to_end(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    name, topic = unique("rest"), source_topic("rest", 2)
+    name, topic = unique("rest"), new_topic("rest", 2)
     produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i, partition=i % 2) for i in range(200)])
     client = httpx.Client(base_url=worker.url, timeout=60)
 
@@ -225,9 +224,9 @@ def test_connect_rest_api_end_to_end(
 
 
 def test_worker_killed_and_restarted_resumes_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    name, topic = unique("kill9"), source_topic("kill9", 3)
+    name, topic = unique("kill9"), new_topic("kill9", 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 6000, pause_s=0.1, txn_id=unique("kill9"))
     client = httpx.Client(base_url=worker.url, timeout=60)
     config = connector_config(source, target, topic, **{"tasks.max": "2"})
@@ -259,9 +258,9 @@ def test_worker_killed_and_restarted_resumes_exactly(
 
 
 def test_paused_and_stopped_states_survive_a_restart(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    topic = source_topic("states", 1)
+    topic = new_topic("states", 1)
     client = httpx.Client(base_url=worker.url, timeout=60)
     names = {unique("paused"): "PAUSED", unique("stopped"): "STOPPED"}
     for name, initial in names.items():
@@ -278,9 +277,9 @@ def test_paused_and_stopped_states_survive_a_restart(
 
 
 def test_checkpoints_are_visible_per_connector(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, worker: WorkerProcess
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, worker: WorkerProcess
 ) -> None:
-    name, topic, group = unique("cprest"), source_topic("cprest", 1), unique("cprest-app")
+    name, topic, group = unique("cprest"), new_topic("cprest", 1), unique("cprest-app")
     produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i) for i in range(50)])
     app = Consumer({"bootstrap.servers": source.bootstrap_servers, "group.id": group})
     app.commit(offsets=[TopicPartition(topic, 0, 20)], asynchronous=False)
@@ -315,12 +314,12 @@ def test_checkpoints_are_visible_per_connector(
 
 
 def test_declared_connectors_from_a_directory_and_readiness(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, source_topic: TopicFactory, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
     """A Kubernetes ConfigMap of connectors: ``connectors.config.dir`` (here from a ``CONNECT_*``
     variable, as the image takes worker settings) is applied at each start; the same file again leaves
     the running connector alone; ``/health/ready`` answers 200 only once its tasks run."""
-    name, topic = unique("declared"), source_topic("declared", 2)
+    name, topic = unique("declared"), new_topic("declared", 2)
     produce(source.bootstrap_servers, topic, [Rec(b"k%d" % i, b"v%d" % i) for i in range(200)])
     declared = tmp_path / "connectors"
     declared.mkdir()

@@ -16,11 +16,11 @@ import pytest
 
 from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
-from tests.integration.conftest import MirrorFactory, TopicFactory
+from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, assert_offset_syncs_exact, shadow_caught_up
 from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 6
@@ -33,11 +33,11 @@ def test_a_stalled_task_never_commits_after_its_partitions_moved(
     source: KafkaEndpoint,
     target: KafkaEndpoint,
     unique: Unique,
-    source_topic: TopicFactory,
+    new_topic: TopicFactory,
     mirror: MirrorFactory,
     mode: str,
 ) -> None:
-    name, topic = unique("zombie"), source_topic("zombie", PARTITIONS)
+    name, topic = unique("zombie"), new_topic("zombie", PARTITIONS)
     load = TransactionalLoad(
         source.bootstrap_servers,
         topic,
