@@ -21,7 +21,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from devkafka.data import committed_offsets, create_topic, end_offsets, read_all
+from devkafka.data import committed_offsets, end_offsets, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.core.formats.checkpoints import Checkpoint, checkpoints_topic
@@ -38,7 +38,7 @@ from tests.integration.harness.exactness import (
 )
 from tests.integration.harness.processes import MirrorProcess, run_failover
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 2
@@ -111,14 +111,17 @@ def _restart_after_sigkill(proc: MirrorProcess, target: KafkaEndpoint, remote: s
 
 
 def test_two_clusters_mirror_into_each_other_exactly_once_with_no_cycle_and_no_echo(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
     tag = unique("aa").rsplit("-", 1)[1]
     east, west = f"east{tag}", f"west{tag}"
-    orders, pay = f"orders-{tag}", f"pay-{tag}"
     reader_a, reader_b, mover = f"app-a-{tag}", f"app-b-{tag}", f"moved-{tag}"
-    create_topic(source.bootstrap_servers, orders, PARTITIONS)
-    create_topic(target.bootstrap_servers, pay, PARTITIONS)
+    orders, pay = new_topic("orders", PARTITIONS), new_topic("pay", PARTITIONS, on=target)  # orders-{tag}, pay-{tag}
     ab = _Direction(f"ab-{tag}", source, target, (east, west), orders)
     ba = _Direction(f"ba-{tag}", target, source, (west, east), pay)
     loads = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
+from devkafka.data import Rec, committed_offsets, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.formats.drills import drills_topic
 from mirror_sink.failover.rehearsal.drill import SCHEMA
@@ -22,7 +22,7 @@ from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import shadow_caught_up
 from tests.integration.harness.processes import run_audit, run_drill
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 3
@@ -36,12 +36,18 @@ def _groups_on(bootstrap: str) -> set[str]:
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exactly(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
+    mode: str,
 ) -> None:
-    topic, name, alias = unique(f"drill-{mode}"), unique(f"drill-{mode}"), unique(f"drillsrc-{mode}")
+    name, alias = unique(f"drill-{mode}"), unique(f"drillsrc-{mode}")
     mid, ahead = unique("drillapp-mid"), unique("drillapp-ahead")
+    topic = new_topic(f"drill-{mode}", PARTITIONS)
     target_topic = f"{alias}.{topic}"
-    create_topic(source.bootstrap_servers, topic, PARTITIONS)
     TransactionalLoad(
         source.bootstrap_servers, topic, PARTITIONS, 600, per_txn=40, abort_every=3, txn_id=name
     ).start().join(60)
@@ -135,10 +141,9 @@ def test_a_drill_on_a_live_mirror_measures_the_rpo_and_places_drill_groups_exact
 
 
 def test_a_drill_says_why_it_cannot_run(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
-    topic = unique("drillbad")
-    create_topic(source.bootstrap_servers, topic, 1)
+    topic = new_topic("drillbad", 1)
     config = mirror_config(unique("drillbad"), source, target, topic)
     unknown = run_drill(config, tmp_path, "--groups", "no-such-group-.*")
     assert unknown.returncode == 1 and "no consumer group on the source matches 'no-such-group-.*'" in unknown.stdout

@@ -23,14 +23,14 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from devkafka.data import create_topic, end_offsets, read_all
+from devkafka.data import end_offsets, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.formats.group_cuts import GroupCut, group_cuts_topic
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import committed_on_target
 from tests.integration.harness.processes import run_failover
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 INPUTS = 1200
@@ -107,12 +107,15 @@ class EosApp(threading.Thread):
 
 
 def test_an_exactly_once_app_fails_over_at_a_random_moment_and_its_outputs_stay_exact(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
     name, alias, group = unique("eosapp"), unique("eossrc"), unique("eos-app")
-    inputs, outputs = unique("eos-in"), unique("eos-out")
-    for topic in (inputs, outputs):
-        create_topic(source.bootstrap_servers, topic, 2)
+    inputs, outputs = new_topic("eos-in", 2), new_topic("eos-out", 2)
     config = mirror_config(
         name,
         source,

@@ -20,14 +20,14 @@ import time
 
 import pytest
 
-from devkafka.data import create_topic, read_all
+from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, assert_offset_syncs_exact, shadow_caught_up
 from tests.integration.harness.processes import MirrorProcess
 from tests.integration.harness.records import LiveReader, TransactionalLoad, contents
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 # (topic suffix, partitions, codec, committed records)
@@ -37,12 +37,15 @@ TOTAL = sum(n for *_, n in SOURCES)
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_every_record_exactly_once_through_mirror_kills_and_restarts(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
 ) -> None:
     name, prefix = unique("chaos"), unique("chaos")
-    topics = {f"{prefix}-{suffix}": (parts, codec, n) for suffix, parts, codec, n in SOURCES}
-    for topic, (parts, _, _) in topics.items():
-        create_topic(source.bootstrap_servers, topic, parts)
+    topics = {new_topic(f"{prefix}-{suffix}", parts): (parts, codec, n) for suffix, parts, codec, n in SOURCES}
     loads = [
         TransactionalLoad(
             source.bootstrap_servers, topic, parts, n, compression=codec, pause_s=0.15, txn_id=unique(topic)

@@ -16,24 +16,29 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
+from devkafka.data import Rec, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.clusters import assert_refused_alike, commit_group_offsets
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import shadow_caught_up
 from tests.integration.harness.processes import run_failover
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 ISOLATIONS = ("read_committed", "read_uncommitted")
 
 
 def test_a_fenced_planned_failover_aborts_an_open_transaction_and_names_late_records(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
-    topic, name, group, txn_id = unique("fence"), unique("fence"), unique("fence-app"), unique("fence-txn")
-    create_topic(source.bootstrap_servers, topic, 2)
+    name, group, txn_id = unique("fence"), unique("fence-app"), unique("fence-txn")
+    topic = new_topic("fence", 2)
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i, partition=i % 2) for i in range(100)])
     commit_group_offsets(source.bootstrap_servers, group, {(topic, 0): 10, (topic, 1): 10})
     config = mirror_config(name, source, target, topic)

@@ -13,10 +13,9 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from devkafka.data import create_topic
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.core.clients.source_transactions import SourceTransaction, SourceTransactions
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.java_tools import java_transactions
 
 Written = list[tuple[bool | None, list[tuple[str, int, int]]]]
@@ -85,12 +84,10 @@ def _check(found: list[SourceTransaction], written: Written) -> None:
 
 
 def test_librdkafka_transactions_speak_version_1_and_each_is_read_with_its_partitions(
-    source: KafkaEndpoint, unique: Unique
+    source: KafkaEndpoint, unique: Unique, new_topic: TopicFactory
 ) -> None:
-    orders, payments, txn_id = unique("txs-orders"), unique("txs-payments"), unique("txs-rdk")
+    orders, payments, txn_id = new_topic("txs-orders", 3), new_topic("txs-payments", 2), unique("txs-rdk")
     topics = {orders: 3, payments: 2}
-    for topic, n in topics.items():
-        create_topic(source.bootstrap_servers, topic, n)
     written = _librdkafka_transactions(
         source.bootstrap_servers, txn_id, 9, topics, abort_every=4, offsets_group=unique("txs-app")
     )
@@ -103,11 +100,11 @@ def test_librdkafka_transactions_speak_version_1_and_each_is_read_with_its_parti
     assert [t.sent_offsets for t in found] == [bool(i % 2) for i in range(len(found))]
 
 
-def test_java_transactions_speak_version_2_with_an_epoch_each(source: KafkaEndpoint, unique: Unique) -> None:
-    orders, payments, txn_id = unique("txj-orders"), unique("txj-payments"), unique("txj-java")
+def test_java_transactions_speak_version_2_with_an_epoch_each(
+    source: KafkaEndpoint, unique: Unique, new_topic: TopicFactory
+) -> None:
+    orders, payments, txn_id = new_topic("txj-orders", 3), new_topic("txj-payments", 2), unique("txj-java")
     topics = {orders: 3, payments: 2}
-    for topic, n in topics.items():
-        create_topic(source.bootstrap_servers, topic, n)
     written = java_transactions(source.bootstrap_servers, txn_id, 8, topics, abort_every=3)
     assert all(ok is not None for ok, _ in written), "the broker refused a transaction: nothing to compare"
     found = _read(source, txn_id, len(written))

@@ -17,14 +17,14 @@ from functools import partial
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from devkafka.data import Rec, create_topic, end_offsets, produce
+from devkafka.data import Rec, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.task.task_run import task_slot
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
 from tests.integration.harness.records import LiveReader
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 2
@@ -54,12 +54,15 @@ def hold_transaction_open(bootstrap: str, transactional_id: str, topic: str) -> 
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_transaction_left_open_by_another_slot_is_aborted_at_takeover(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
 ) -> None:
-    name, topic = unique("fence"), unique("fence")
-    target_topic = f"source.{topic}"
-    create_topic(source.bootstrap_servers, topic, PARTITIONS)
-    create_topic(target.bootstrap_servers, target_topic, PARTITIONS)
+    name, topic = unique("fence"), new_topic("fence", PARTITIONS)
+    target_topic = new_topic("source.fence", PARTITIONS, on=target)  # f"source.{topic}": one suffix per test
     produce(
         source.bootstrap_servers,
         topic,
@@ -99,15 +102,19 @@ def test_a_transaction_left_open_by_another_slot_is_aborted_at_takeover(
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_a_live_task_fenced_by_a_takeover_replaces_its_producer_and_goes_on(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
 ) -> None:
     """A task whose session lapses in a broker outage loses its partitions to another task, which
     fences its transactional id; the rebalance that follows may hand them back. Its producer is then
     dead for good (librdkafka's fatal state): the task must replace it and go on, not fail. The
     replicated chaos test once saw a record-mode task fail so."""
-    name, topic = unique("refence"), unique("refence")
+    name, topic = unique("refence"), new_topic("refence", PARTITIONS)
     target_topic = f"source.{topic}"
-    create_topic(source.bootstrap_servers, topic, PARTITIONS)
     sent = [0]
 
     def send(n: int) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from devkafka.data import Rec, create_topic, end_offsets, produce, read_all
+from devkafka.data import Rec, end_offsets, produce, read_all
 from devkafka.endpoints import KafkaEndpoint
 from mirror_sink.failover.rehearsal.verify import SOURCE_GONE
 from tests.integration.conftest import MirrorFactory
@@ -22,7 +22,7 @@ from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import committed_on_target, shadow_caught_up
 from tests.integration.harness.processes import run_verify
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 from tests.integration.java_tools import java_transactions
 
@@ -34,11 +34,16 @@ def _verified(result_path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_verify_covers_every_committed_record_of_a_live_mirror_and_names_a_forged_one(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path, mode: str
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
+    mode: str,
 ) -> None:
-    topic, name = unique(f"verify-{mode}"), unique(f"verify-{mode}")
+    topic, name = new_topic(f"verify-{mode}", 3), unique(f"verify-{mode}")
     target_topic = f"source.{topic}"
-    create_topic(source.bootstrap_servers, topic, 3)
     load = TransactionalLoad(source.bootstrap_servers, topic, 3, 3000, per_txn=50, abort_every=4, txn_id=name)
     load.start()
     config = mirror_config(name, source, target, topic, **{"mirror.mode": mode})
@@ -78,10 +83,14 @@ def test_verify_covers_every_committed_record_of_a_live_mirror_and_names_a_forge
 
 
 def test_source_compaction_after_mirroring_is_unverifiable_not_a_mismatch(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
-    topic, name = unique("verify-compact"), unique("verify-compact")
-    target_topic = f"source.{topic}"
+    name = unique("verify-compact")
     # Compacted, but nothing old enough to clean until the mirror has copied it all.
     frozen = {
         "cleanup.policy": "compact",
@@ -90,7 +99,8 @@ def test_source_compaction_after_mirroring_is_unverifiable_not_a_mismatch(
         "min.compaction.lag.ms": "86400000",
         "delete.retention.ms": "100",
     }
-    create_topic(source.bootstrap_servers, topic, 1, frozen)
+    topic = new_topic("verify-compact", 1, frozen)
+    target_topic = f"source.{topic}"
     for round_ in range(10):
         produce(source.bootstrap_servers, topic, [Rec(b"key-%d" % k, b"v%d" % round_) for k in range(20)])
         time.sleep(0.2)  # segments roll (segment.ms), so the cleaner has closed segments to clean
@@ -128,12 +138,16 @@ def test_verify_refuses_a_connector_without_offset_syncs(
 
 
 def test_verify_names_a_source_transaction_the_copy_holds_only_in_part(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    tmp_path: Path,
 ) -> None:
     # Transactions of Kafka's Java producer (transactions version 2: an epoch per transaction), each over
     # 2-3 partitions, mirrored to the end: the copy holds every one whole.
-    topic, name, txn_id = unique("vtx"), unique("vtx"), unique("vtx-writer")
-    create_topic(source.bootstrap_servers, topic, 3)
+    topic, name, txn_id = new_topic("vtx", 3), unique("vtx"), unique("vtx-writer")
     written = java_transactions(source.bootstrap_servers, txn_id, 12, {topic: 3})
     assert all(ok for ok, _ in written), written
     config = mirror_config(name, source, target, topic)

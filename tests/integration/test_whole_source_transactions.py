@@ -27,14 +27,14 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from devkafka.data import create_topic, read_all, wait_until_served
+from devkafka.data import read_all, wait_until_served
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.clusters import commit_group_offsets
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import shadow_caught_up
 from tests.integration.harness.processes import run_drill
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 from tests.integration.java_tools import java_transactions
 
@@ -121,12 +121,16 @@ def _partial(seen: Counter[tuple[str, int]]) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_no_source_transaction_is_ever_seen_in_part_on_the_target(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, mirror: MirrorFactory, mode: str, tmp_path: Path
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
+    tmp_path: Path,
 ) -> None:
-    orders, payments, name = unique("whole-orders"), unique("whole-pay"), unique("whole")
+    orders, payments, name = new_topic("whole-orders", 3), new_topic("whole-pay", 2), unique("whole")
     topics = {orders: 3, payments: 2}
-    for topic, n in topics.items():
-        create_topic(source.bootstrap_servers, topic, n)
     config = mirror_config(
         name,
         source,
