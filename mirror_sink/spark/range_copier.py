@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
-from mirror_sink.core.base.deadline import Deadline
 from mirror_sink.core.base.errors import TaskFailure
 from mirror_sink.core.base.partitions import SourcePartition, TargetPartition
 from mirror_sink.core.clients import clients
@@ -29,6 +28,7 @@ from mirror_sink.core.formats.group_metadata import GroupMetadata
 from mirror_sink.core.formats.offset_syncs import SyncSpan
 from mirror_sink.core.interfaces.data_path import DataPath
 from mirror_sink.core.runtime.logs import context_logger
+from mirror_sink.task.cycle_bounds import CycleBounds
 from mirror_sink.task.data_paths import open_data_path
 from mirror_sink.task.source_continuity import SourceDiscontinuity
 
@@ -128,23 +128,23 @@ def _copy(
     shadow: Consumer,
     metadata: str,
 ) -> int:
-    """Copy [begin, end) in transactions bounded like the worker's (time and bytes), each committing
-    how far it got, so a large range makes progress that a retry keeps."""
+    """Copy [begin, end) in transactions bounded as a worker task's are (``CycleBounds``: time and
+    bytes), each committing how far it got, so a large range makes progress that a retry keeps."""
     group_metadata = GroupMetadata.of(shadow)
-    interval_s = config.transaction_interval_ms / 1000
+    bounds = CycleBounds.of(config)  # a worker task's cycle ends by the same rule
     stall_limit_s = config.transaction_timeout_ms / 1000
     syncs = config.offset_syncs_partition is not None
     path.stop_at({source: end})
     path.assign({source: begin}, {source: target})
     copied, done, last_progress = 0, begin, time.monotonic()
     while done < end:
-        cycle_bytes, cycle_end = 0, Deadline(interval_s)
+        bounds.schedule()
         position = done
-        while position < end and cycle_bytes < config.transaction_max_bytes and not cycle_end.passed:
+        while position < end and not bounds.due():
             path.committer.begin()  # this loop is the range's cycle: it alone begins, commits, aborts
             step = path.copy(0.1)
             copied += step.records
-            cycle_bytes += step.bytes
+            bounds.add(step.bytes)
             moved = path.positions({source: position})[source]
             if moved > position or step.records:
                 last_progress = time.monotonic()
@@ -155,5 +155,6 @@ def _copy(
             spans = [SyncSpan(target, source.topic, done, position)] if syncs and position > done else []
             offsets = [TopicPartition(target.topic, target.partition, position, metadata=metadata)]
             path.committer.commit(offsets, shadow, group_metadata, spans)
+        bounds.take()
         done = position
     return copied

@@ -35,6 +35,7 @@ from mirror_sink.core.formats.group_cuts import GroupCut
 from mirror_sink.core.formats.skipped_ranges import AuditRecord
 from mirror_sink.core.interfaces.data_path import Copied
 from mirror_sink.task.commit_plan import CommitPlan
+from mirror_sink.task.cycle_bounds import CycleBounds
 from mirror_sink.task.ownership import Ownership
 from mirror_sink.task.source_group import SourceGroupCommits
 from mirror_sink.task.target_leaders import TargetLeaders
@@ -110,8 +111,8 @@ class Cycle:
         self._source_group = SourceGroupCommits(
             lambda offsets: run.source.commit(offsets=offsets, asynchronous=True), run.log
         )
-        self._cycle_bytes = 0
-        self._next_commit_at = 0.0
+        #: When the open cycle commits: the same rule as Spark's range copies (a full cycle, or its interval).
+        self.bounds = CycleBounds.of(cfg)
         #: ``transaction.boundary.linger.ms``: a caught-up commit waits until this (the last commit's
         #: end plus the linger), so that records flowing steadily share a transaction and its markers.
         self._linger_s = run.config.transaction_linger_ms / 1000
@@ -168,17 +169,16 @@ class Cycle:
                 self._hold()
             if own.state.to_save:
                 # Save fallback start offsets, and record skipped ranges and recreations, at once.
-                self._next_commit_at = 0.0
+                self.bounds.due_now()
             copied = self._copy(self._wait_s(now))
             if copied is None:
                 continue
             self.counters.records += copied.records
             self.metrics.read(copied.records)
-            self._cycle_bytes += copied.bytes
+            self.bounds.add(copied.bytes)
             positions = self._positions() if self.cuts is not None else {}
             if (
-                self._cycle_bytes >= cfg.transaction_max_bytes
-                or time.monotonic() >= self._next_commit_at
+                self.bounds.due(time.monotonic())
                 or (
                     adaptive
                     and self.committer.open
@@ -227,12 +227,12 @@ class Cycle:
         if self._to_commit():
             # Data ends the wait at once; without data the cycle commits at the interval or, caught
             # up, at the linger's end, so neither is overslept.
-            due = self._next_commit_at
+            due = self.bounds.due_at
             if self.committer.open and self._linger_until > now:
                 due = min(due, self._linger_until)
             wait = max(0.0, min(0.1, due - now))
         elif self.path.positions_move_unseen:  # idle, but the next commit may save a moved position
-            wait = max(0.0, min(_IDLE_WAIT_S, self._next_commit_at - now))
+            wait = max(0.0, min(_IDLE_WAIT_S, self.bounds.due_at - now))
         else:
             wait = _IDLE_WAIT_S  # nothing to commit until new data, which ends the wait
         if self.cuts is not None and self.path.holding():
@@ -257,7 +257,7 @@ class Cycle:
             self.commit()  # save positions moved past transaction markers, now and then
             next_interval_s = max(interval_s, _IDLE_COMMIT_S)
         # (else nothing moved: no need to look at every partition's position)
-        self._next_commit_at = time.monotonic() + next_interval_s
+        self.bounds.schedule(next_interval_s, now=time.monotonic())
         self._linger_until = time.monotonic() + self._linger_s
 
     def _finish_on_stop(self) -> None:
@@ -460,8 +460,7 @@ class Cycle:
         self.metrics.committed(self.path)
         self._aborting_since = None
         self.counters.commits += 1
-        self.counters.bytes += self._cycle_bytes
-        self._cycle_bytes = 0
+        self.counters.bytes += self.bounds.take()
 
     def abort_and_rewind(self, reason: str) -> None:
         """Abort the cycle and read again from the committed offsets; fail when aborts never stop."""
@@ -483,7 +482,7 @@ class Cycle:
         self.log.warning("cycle aborted, rewinding to the committed offsets: %s", reason)
         self.committer.abort()
         self.metrics.aborted(self.path)
-        self._cycle_bytes = 0
+        self.bounds.take()  # aborted: its bytes are copied again
         own = self.ownership
         self.path.forget_transactional()
         self.path.rewind(own.state.rewind_points(own.reading), own.state.leader_epochs)

@@ -45,9 +45,10 @@ class CycleBounds:
         """Make the next commit due at once (something waits to be saved)."""
         self.due_at = 0.0
 
-    def schedule(self, interval_s: float | None = None) -> None:
-        """The next commit is due one interval from now: ``interval_s``, or the configured one."""
-        self.due_at = time.monotonic() + (self.interval_s if interval_s is None else interval_s)
+    def schedule(self, interval_s: float | None = None, *, now: float | None = None) -> None:
+        """The next commit is due one interval from ``now``: ``interval_s``, or the configured one."""
+        start = time.monotonic() if now is None else now
+        self.due_at = start + (self.interval_s if interval_s is None else interval_s)
 
     def take(self) -> int:
         """The open cycle's byte count, cleared: it was committed or aborted."""
