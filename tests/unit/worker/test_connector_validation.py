@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from mirror_sink.worker.connector_plugin import ConnectorPlugin
+from mirror_sink.core.settings import plugins
+from mirror_sink.worker.connector_plugin import DEFAULT_CONNECTOR_CLASS, ConnectorPlugin
 from mirror_sink.worker.connector_validation import checked_config, masked, validate_config
 from mirror_sink.worker.herder_types import InvalidRequest
 from tests.unit.worker.fakes import FAKE_CLASS, props
@@ -87,6 +88,19 @@ def test_an_unknown_class_is_reported_beside_what_the_default_plugin_finds_wrong
     [said] = problems["connector.class"]
     assert said.endswith("unknown connector class 'FileStreamSinkConnector'; this worker runs MirrorSinkConnector")
     assert problems["source.cluster.bootstrap.servers"] == ["is required"]
+
+
+def test_an_unknown_class_is_named_even_when_the_default_plugin_does_not_check_the_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    default = Refuses()
+    real = plugins.load
+    monkeypatch.setattr(plugins, "load", lambda name: default if name == DEFAULT_CONNECTOR_CLASS else real(name))
+    problems = validate_config({"connector.class": "FileStreamSinkConnector", "topics": "orders"})
+    assert problems == {
+        "topics": ["refused"],
+        "connector.class": ["unknown connector class 'FileStreamSinkConnector'; this worker runs MirrorSinkConnector"],
+    }
 
 
 def test_a_checked_config_is_stored_as_strings_with_its_name_and_without_null_values(registry: None) -> None:
