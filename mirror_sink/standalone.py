@@ -63,9 +63,11 @@ class StandaloneRunner:
                 failed = True
                 break
         ticks_done.set()
+        # Read before the shutdown, which empties the task set: every task would read UNASSIGNED after it.
+        task_states = runtime.task_states()
         self.clean = runtime.shutdown()
         WORKER_METRICS.remove(reported)
-        for i, info in enumerate(runtime.task_states()):
+        for i, info in enumerate(task_states):
             if info.state is ConnectorState.FAILED:
                 log.error("connector %s task %d FAILED:\n%s", runtime.name, i, info.trace)
         if runtime.state.state is ConnectorState.FAILED:

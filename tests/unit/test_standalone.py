@@ -100,10 +100,14 @@ def test_a_stop_request_shuts_everything_down_and_exits_0(loop: Loop) -> None:
     assert not any(j.alive for j in [*fake.jobs_made.beside_tasks, *fake.jobs_made.while_active])
 
 
-def test_a_failed_task_ends_the_run_with_1_and_shuts_everything_down(loop: Loop) -> None:
+def test_a_failed_task_ends_the_run_with_1_its_trace_in_the_log_and_everything_shut_down(
+    loop: Loop, caplog: pytest.LogCaptureFixture
+) -> None:
     runner = StandaloneRunner(props("standalone-task", tasks_max="2"), "worker-1")
     loop.each_round = _once_running(runner, lambda fake: fake.tasks[1].fail("TaskFailure: fenced by a newer task"))
-    assert runner.run() == 1 and runner.clean
+    with caplog.at_level(logging.ERROR, standalone.log.name):
+        assert runner.run() == 1 and runner.clean
+    assert "connector standalone-task task 1 FAILED:\nTaskFailure: fenced by a newer task" in caplog.text
     fake = fake_of(runner.runtime)
     assert not fake.live_tasks() and fake.tasks[0].stops, "the task still running was stopped"
     assert not _reported("standalone-task")
