@@ -213,11 +213,10 @@ class MarkerBench:
         produced = time.monotonic()
         self.txn.end(commit=True)
         committed = time.monotonic()
-        if self.txn.epoch_changed:  # version 2: the next transaction writes with EndTxn's new epoch
-            self.txn.epoch_changed = False
+        if self.txn.transaction.epoch_changed:  # version 2: the next transaction writes with EndTxn's new epoch
+            self.txn.transaction.epoch_changed = False
             self.producer.new_epoch()
-        self.txn.forget_transaction()
-        self.producer.produced = False
+        self.txn.transaction.end_cycle()
         return Sample(
             add_s=added - started,
             produce_s=produced - added,

@@ -238,7 +238,7 @@ class RawPath:
         return PathStatistics(
             batches=self.forwarder.batch_counts(),
             memory={"in_use": self.budget.used, "limit": self.budget.limit, "peak": self.budget.peak},
-            marker_wait_s=self.transactions.marker_wait_s,
+            marker_wait_s=self.transactions.transaction.marker_wait_s,
             fetch_sessions=FetchSessionCounts(
                 dict(self.fetcher.requests), dict(self.fetcher.resets), held["sessions"], held["partitions"]
             ),

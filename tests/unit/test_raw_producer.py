@@ -20,7 +20,8 @@ from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
 from mirror_sink.core.formats.group_metadata import GroupMetadata, parse_group_metadata
 from mirror_sink.raw.produce.producer import ProducePipeline
 from mirror_sink.raw.txn.committer import RawCommitter
-from mirror_sink.raw.txn.transactions import TransactionClient, TransactionState
+from mirror_sink.raw.txn.state import TransactionState
+from mirror_sink.raw.txn.transactions import TransactionClient
 from mirror_sink.raw.wire.batches import parse_header
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
 from mirror_sink.raw.wire.produce_request import ChunkedProduce
@@ -136,7 +137,7 @@ def _client(wire: FakeWire, transactional_id: str | None = "tx-1", timeout_ms: i
         group_id="shadow",
     )
     if transactional_id is not None:
-        client.state = TransactionState.IN_TRANSACTION
+        client.transaction.state = TransactionState.IN_TRANSACTION
     return client
 
 
@@ -168,7 +169,7 @@ def test_a_moved_coordinator_is_looked_up_again_and_the_request_retried() -> Non
     wire = FakeWire(InitProducerId=iter([_code(16), _code(0, producer_id=5, producer_epoch=2)]))  # NOT_COORDINATOR
     txn = _client(wire)
     txn.init_producer_id()
-    assert (txn.producer_id, txn.epoch) == (5, 2)
+    assert (txn.transaction.producer_id, txn.transaction.epoch) == (5, 2)
     assert wire.lookups == 2, "the coordinator was forgotten after NOT_COORDINATOR"
 
 
@@ -216,12 +217,13 @@ def test_add_partitions_registers_new_partitions_once_and_names_the_real_error()
     txn = _client(wire)
     txn.add_partitions([T0, T1])
     txn.add_partitions([T1, T0])
-    assert wire.apis() == ["AddPartitionsToTxn"] and txn.partitions == {T0, T1} and txn.in_transaction
+    state = txn.transaction
+    assert wire.apis() == ["AddPartitionsToTxn"] and state.partitions == {T0, T1} and state.in_transaction
     with pytest.raises(TaskFailure, match=r"AddPartitionsToTxn for 1 partitions for tx-1: INVALID_RECORD \(87\)"):
         txn.add_partitions([TargetPartition("other", 0)])
     txn.end(commit=False)
-    txn.forget_transaction()
-    assert not txn.in_transaction
+    txn.transaction.end_cycle()
+    assert not txn.transaction.in_transaction
 
 
 def test_the_transaction_moves_through_its_states_and_refuses_a_move_the_protocol_has_not() -> None:
@@ -231,18 +233,18 @@ def test_the_transaction_moves_through_its_states_and_refuses_a_move_the_protoco
         EndTxn=_always(_code(0)),
     )
     txn = _client(wire)
-    txn.state = TransactionState.UNINITIALIZED  # as constructed
-    seen = [txn.state]
+    txn.transaction.state = TransactionState.UNINITIALIZED  # as constructed
+    seen = [txn.transaction.state]
     txn.init_producer_id()
-    seen.append(txn.state)
+    seen.append(txn.transaction.state)
     with pytest.raises(
         TaskFailure, match=r"^internal error: the transaction of tx-1 cannot go from READY to COMMITTING$"
     ):
         txn.end(commit=True)  # nothing open: a bug, not a request
     txn.add_partitions([T0])
-    seen.append(txn.state)
+    seen.append(txn.transaction.state)
     txn.end(commit=True)
-    seen.append(txn.state)
+    seen.append(txn.transaction.state)
     assert seen == ["UNINITIALIZED", "READY", "IN_TRANSACTION", "READY"]
     assert wire.apis() == ["InitProducerId", "AddPartitionsToTxn", "EndTxn"]
 
@@ -250,10 +252,10 @@ def test_the_transaction_moves_through_its_states_and_refuses_a_move_the_protoco
 def test_a_refused_first_add_leaves_no_transaction_open() -> None:
     wire = FakeWire(AddPartitionsToTxn=_always(_partitions_added(87)))  # INVALID_RECORD
     txn = _client(wire)
-    txn.state = TransactionState.READY
+    txn.transaction.state = TransactionState.READY
     with pytest.raises(TaskFailure):
         txn.add_partitions([T0])
-    assert txn.state is TransactionState.READY and not txn.in_transaction
+    assert txn.transaction.state is TransactionState.READY and not txn.transaction.in_transaction
 
 
 def test_an_idempotent_producer_sends_no_transaction_requests() -> None:
@@ -262,7 +264,7 @@ def test_an_idempotent_producer_sends_no_transaction_requests() -> None:
     txn.init_producer_id()
     txn.add_partitions([T0])
     assert [(node, what) for node, what, _ in wire.calls] == [("bootstrap-0", "InitProducerId")]
-    assert wire.lookups == 0 and not txn.in_transaction
+    assert wire.lookups == 0 and not txn.transaction.in_transaction
 
 
 # -- the produce pipeline ---------------------------------------------------------------------------
@@ -478,7 +480,7 @@ def test_version_2_follows_the_coordinator_to_a_new_producer_id_when_the_epoch_i
         TxnOffsetCommit=_always(_OFFSETS_OK),
         EndTxn=iter([_code(0, producer_id=77, producer_epoch=0)]),
     )
-    committer.transactions.epoch = 32766
+    committer.transaction.epoch = 32766
     pipeline.new_epoch()
     committer.begin()
     pipeline.send(T0, _batch(1), 1, 0, 0)
@@ -534,7 +536,7 @@ def test_version_2_sends_a_first_batch_alone_and_again_while_the_previous_marker
     _, again, future = wire.produced[1]
     future.success(_produce_response(again, 0))
     pipeline.reap()
-    assert committer.transactions.marker_wait_s > 0
+    assert committer.transaction.marker_wait_s > 0
     pipeline.pump()
     assert len(wire.produced) == 4, "accepted: the later batches are pipelined"
     wire.poll(0)

@@ -34,7 +34,6 @@ from mirror_sink.core.base.deadline import Deadline
 from mirror_sink.core.base.error_codes import FATAL_WRITE, FENCED, RETRIABLE, KafkaErrorCode
 from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.base.partitions import TargetPartition
-from mirror_sink.core.formats.offset_syncs import CycleOffsets
 from mirror_sink.raw.txn.transactions import TransactionClient
 from mirror_sink.raw.wire import send as chunked_send
 from mirror_sink.raw.wire.batches import rewrite_in_place
@@ -85,8 +84,10 @@ class ProducePipeline:
     """Queues rewritten batches per target partition and keeps the leaders' connections busy.
 
     Every batch's bytes stay charged to ``budget`` until the target acknowledges them (or they are
-    dropped); they are given back here. With ``offsets`` set, every acknowledged batch's source
-    offsets are recorded with the target offsets the Produce response gives (its base offset).
+    dropped); they are given back here. What it does to the transaction is kept in the transaction
+    client's ``RawTransaction``: that a batch was produced, and, with its ``offsets`` set, every
+    acknowledged batch's source offsets with the target offsets the Produce response gives (its base
+    offset).
     """
 
     def __init__(
@@ -94,27 +95,26 @@ class ProducePipeline:
     ) -> None:
         self.wire = wire
         self._txn = transactions
+        #: The transaction's state, shared with the client and the committer.
+        self._transaction = transactions.transaction
         self._budget = budget
         #: A Produce request's size bound (batches of many partitions share a request up to it).
         self.request_max_bytes = request_max_bytes
         # Fixed for the producer's life: read once here, not per batch.
         self._transactional = transactions.transactional
         self._transactional_id = transactions.transactional_id
-        self._producer_id = transactions.producer_id
-        self._epoch = transactions.epoch
+        self._producer_id = self._transaction.producer_id
+        self._epoch = self._transaction.epoch
         self._sequence: dict[TargetPartition, int] = {}
         self._outgoing: dict[TargetPartition, deque[_Outgoing]] = {}
         self._in_flight: list[_Request] = []
         self._per_partition: dict[TargetPartition, int] = {}
-        #: A batch was queued since the last ``new_epoch`` or ``produced = False`` (its cycle ended).
-        self.produced = False
         self.acked_records = 0
-        self.offsets: CycleOffsets | None = None
         #: Version 2: partitions whose first batch of the open transaction is not accepted yet, with
         #: when it may be sent (again) and the backoff after its next refusal.
         self._joining: dict[TargetPartition, tuple[float, float]] = {}
         self._adds_itself = transactions.transactional and transactions.version == 2
-        #: Version 2's marker wait (``TransactionClient.marker_wait_s``): from the transaction's first
+        #: Version 2's marker wait (``RawTransaction.marker_wait_s``): from the transaction's first
         #: refusal for the previous one's markers until its first accepted batch.
         self._first_refused_at: float | None = None
         self._joined_once = False
@@ -126,8 +126,8 @@ class ProducePipeline:
         self._chunked = chunked_send.installed()
 
     def new_epoch(self) -> None:
-        """Stamp batches with the transaction client's new producer id and epoch: sequences restart at 0."""
-        self._producer_id, self._epoch = self._txn.producer_id, self._txn.epoch
+        """Stamp batches with the transaction's new producer id and epoch: sequences restart at 0."""
+        self._producer_id, self._epoch = self._transaction.producer_id, self._transaction.epoch
         self._sequence.clear()
         self._per_partition.clear()
         self._joining.clear()
@@ -149,7 +149,7 @@ class ProducePipeline:
         ``sources``: the first source offset of ``records`` consecutive ones, or each record's, or
         None when the batch mirrors no source records.
         """
-        if self._transactional and tp not in self._txn.partitions:
+        if self._transactional and tp not in self._transaction.partitions:
             self._txn.add_partitions([tp])
             if self._adds_itself:
                 self._joining[tp] = (0.0, _JOIN_FIRST_DELAY_S)
@@ -163,7 +163,7 @@ class ProducePipeline:
         )
         self._sequence[tp] = (seq + records) & 0x7FFFFFFF
         self._outgoing.setdefault(tp, deque()).append(_Outgoing(batch, records, charge, sources))
-        self.produced = True
+        self._transaction.produced = True
 
     def queued(self, tp: TargetPartition) -> int:
         """Batches of ``tp`` waiting to be sent."""
@@ -254,6 +254,7 @@ class ProducePipeline:
             self.wire.refresh_metadata()
             return [AbortCycle(f"produce request to target broker {request.node} failed: {request.future.exception}")]
         results = {(t.name, p.index): p for t in request.future.value.responses for p in t.partition_responses}
+        offsets = self._transaction.offsets
         problems: list[Exception] = []
         for tp, out in request.entries.items():
             result = results.get(tp)
@@ -263,12 +264,12 @@ class ProducePipeline:
             self._budget.give_back(out.charge)
             if code == _NONE:
                 self.acked_records += out.records
-                if self.offsets is not None and out.sources is not None:
+                if offsets is not None and out.sources is not None:
                     assert result is not None
                     if isinstance(out.sources, int):
-                        self.offsets.add(tp, out.sources, result.base_offset, out.records)
+                        offsets.add(tp, out.sources, result.base_offset, out.records)
                     else:
-                        self.offsets.add_offsets(tp, out.sources, result.base_offset)
+                        offsets.add_offsets(tp, out.sources, result.base_offset)
                 continue
             where = f"target partition {tp} (source offset {out.first_source_offset})"
             message = result.error_message if result is not None else None
@@ -304,12 +305,12 @@ class ProducePipeline:
             if code == _NONE and not self._joined_once:  # the transaction's first: the markers are done
                 self._joined_once = True
                 first, self._first_refused_at = self._first_refused_at, None
-                self._txn.marker_wait_s = 0.0 if first is None else now - first
+                self._transaction.marker_wait_s = 0.0 if first is None else now - first
                 if self._join_wait_said:
                     log.info(
                         "producer %s: the target took the transaction's first batches after %.1f s",
                         self._transactional_id,
-                        self._txn.marker_wait_s,
+                        self._transaction.marker_wait_s,
                     )
             return False
         if self._first_refused_at is None:

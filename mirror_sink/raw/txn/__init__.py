@@ -1,2 +1,2 @@
-"""Raw mode's target transaction: the coordinator requests around it and the committer that drives a
-task's cycles through it."""
+"""Raw mode's target transaction: its state in one object (``RawTransaction``), the coordinator requests
+around it and the committer that drives a task's cycles through it."""

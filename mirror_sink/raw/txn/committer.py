@@ -36,12 +36,9 @@ _SYNC_BATCH_BYTES = 256 * 1024
 
 class Pipeline(Protocol):
     """What the committer needs of the produce pipeline (``mirror_sink.raw.produce.producer.ProducePipeline``):
-    named here so that the transaction room does not import the produce room, which imports it."""
-
-    #: The cycle's acknowledged batches' source -> target offsets (None: no offset syncs are written).
-    offsets: CycleOffsets | None
-    #: A batch was queued since the cycle began.
-    produced: bool
+    named here so that the transaction room does not import the produce room, which imports it. What
+    the pipeline knows of the transaction (what it produced, the offsets acknowledged) it keeps in the
+    ``RawTransaction`` they share."""
 
     def send(
         self, tp: TargetPartition, batch: memoryview, records: int, charge: int, sources: int | Sequence[int] | None
@@ -68,20 +65,20 @@ class RawCommitter:
         sync_partition: TargetPartition | None = None,
     ) -> None:
         self.transactions = transactions
+        #: The transaction's state, the cycle's included (begun, open): shared with the client and the pipeline.
+        self.transaction = transactions.transaction
         self.pipeline = pipeline
         #: Where this committer's offset syncs go (None: no syncs).
         self.sync_partition = sync_partition
         if sync_partition is not None:
-            pipeline.offsets = CycleOffsets()
+            self.transaction.offsets = CycleOffsets()
         #: Added to each transaction with its first data partitions: one AddPartitionsToTxn, not two.
         self._with_syncs = {sync_partition} if sync_partition is not None and transactions.transactional else set()
-        self._begun = False
-        self._open = False
 
     @property
     def open(self) -> bool:
         """True while a cycle has uncommitted work."""
-        return self._open
+        return self.transaction.open
 
     def start(self) -> None:
         """InitProducerId: a new epoch; an older holder of the transactional.id is fenced."""
@@ -89,14 +86,14 @@ class RawCommitter:
 
     def begin(self) -> None:
         """The cycle starts; its transaction reaches the coordinator with the first enlisted partitions."""
-        self._begun = True
+        self.transaction.begun = True
 
     def enlist(self, partitions: Collection[TargetPartition] = ()) -> None:
         """Mark the cycle open, and register ``partitions`` with its transaction before their first
         batch (the offset-syncs partition with the first ones): the transaction starts with them."""
-        if not self._begun:
+        if not self.transaction.begun:
             raise TaskFailure("internal error: the data path wrote before the cycle began")
-        self._open = True
+        self.transaction.open = True
         # Version 2 has no AddPartitionsToTxn: each partition joins with its first Produce.
         if partitions and self.transactions.version == 1:
             self.transactions.add_partitions({*partitions, *self._with_syncs})
@@ -111,7 +108,7 @@ class RawCommitter:
     ) -> None:
         """Make every sent batch, its offset syncs, ``audit`` and ``offsets`` durable together, or raise
         AbortCycle."""
-        self._open = True
+        self.transaction.open = True
         self.pipeline.flush()
         txn = self.transactions
         if not txn.transactional:
@@ -128,15 +125,15 @@ class RawCommitter:
                 self.pipeline.flush()
             if offsets:
                 txn.send_offsets(offsets, metadata)
-            if txn.in_transaction:
+            if self.transaction.in_transaction:
                 txn.end(commit=True)
                 self._take_next_epoch()
         self._end_cycle()
 
     def _send_syncs(self, where: TargetPartition, spans: Sequence[SyncSpan]) -> None:
-        assert self.pipeline.offsets is not None
+        assert self.transaction.offsets is not None
         try:
-            syncs = offset_syncs(spans, self.pipeline.offsets.take())
+            syncs = offset_syncs(spans, self.transaction.offsets.take())
         except ValueError as exc:
             raise TaskFailure(f"internal error: offset syncs do not match the cycle: {exc}") from exc
         for batch, count in _batches([(sync.encode_key(), sync.encode_value()) for sync in syncs]):
@@ -145,35 +142,34 @@ class RawCommitter:
     def abort(self) -> None:
         """Void the cycle: queued batches dropped, the transaction aborted, a new epoch taken."""
         self.pipeline.discard()
-        if self.pipeline.offsets is not None:
-            self.pipeline.offsets.clear()
+        state = self.transaction
+        if state.offsets is not None:
+            state.offsets.clear()
         txn = self.transactions
-        if txn.transactional and txn.in_transaction:
+        if txn.transactional and state.in_transaction:
             try:
                 txn.end(commit=False)
             except (AbortCycle, RecoverableTaskFailure) as exc:
                 log.info("abort of %s not confirmed (%s); a new epoch aborts it", txn.transactional_id, exc)
-        if txn.epoch_changed:  # version 2: the confirmed abort gave the next epoch
+        if state.epoch_changed:  # version 2: the confirmed abort gave the next epoch
             self._take_next_epoch()
-        elif self.pipeline.produced or txn.partitions:
+        elif state.produced or state.partitions:
             self._new_epoch()  # sequences restart at 0 in the new epoch
         self._end_cycle()
 
     def _new_epoch(self) -> None:
         self.transactions.init_producer_id()
-        self.transactions.epoch_changed = False
+        self.transaction.epoch_changed = False
         self.pipeline.new_epoch()
 
     def _take_next_epoch(self) -> None:
         """Version 2: EndTxn gave the next transaction's epoch; sequences restart at 0 with it."""
-        if self.transactions.epoch_changed:
-            self.transactions.epoch_changed = False
+        if self.transaction.epoch_changed:
+            self.transaction.epoch_changed = False
             self.pipeline.new_epoch()
 
     def _end_cycle(self) -> None:
-        self.transactions.forget_transaction()
-        self.pipeline.produced = False
-        self._begun = self._open = False
+        self.transaction.end_cycle()
 
 
 def _batches(records: list[tuple[bytes, bytes]]) -> list[tuple[bytearray, int]]:

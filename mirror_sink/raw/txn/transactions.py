@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from enum import StrEnum
 from typing import Any
 
 from confluent_kafka import TopicPartition
@@ -43,6 +42,7 @@ from mirror_sink.core.clients.authorization import AUTHORIZATION_ERRORS
 from mirror_sink.core.formats.group_metadata import GroupMetadata
 from mirror_sink.core.interfaces.data_path import OFFSETS_PER_REQUEST
 from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
+from mirror_sink.raw.txn.state import RawTransaction, TransactionState
 from mirror_sink.raw.wire.wire import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, NodeId, WireClient, error_name
 
 log = logging.getLogger(__name__)
@@ -66,32 +66,11 @@ def _first_error(codes: Iterable[int], besides: int | None = None) -> int:
     return int(max(codes, key=lambda c: c not in (KafkaErrorCode.NONE, besides)))
 
 
-class TransactionState(StrEnum):
-    """Where the producer's transaction stands, as the coordinator sees it (aiokafka's and the Java
-    producer's ``TransactionManager`` states, without the ones librdkafka-free raw mode never needs)."""
-
-    UNINITIALIZED = "UNINITIALIZED"  # no producer id yet
-    READY = "READY"  # a producer id and epoch; no transaction open
-    IN_TRANSACTION = "IN_TRANSACTION"  # the coordinator holds partitions or the group's offsets of it
-    COMMITTING = "COMMITTING"  # EndTxn(commit) sent, not confirmed
-    ABORTING = "ABORTING"  # EndTxn(abort) sent, not confirmed
-
-
-#: The moves a transaction may make; InitProducerId (a new epoch) ends whatever was open, from any state.
-_MOVES: dict[TransactionState, frozenset[TransactionState]] = {
-    TransactionState.UNINITIALIZED: frozenset(),
-    TransactionState.READY: frozenset({TransactionState.IN_TRANSACTION}),
-    TransactionState.IN_TRANSACTION: frozenset({TransactionState.COMMITTING, TransactionState.ABORTING}),
-    # A commit that failed is aborted; an abort that failed is ended by the next epoch.
-    TransactionState.COMMITTING: frozenset({TransactionState.READY, TransactionState.ABORTING}),
-    TransactionState.ABORTING: frozenset({TransactionState.READY}),
-}
-
-
 class TransactionClient:
-    """The producer id and epoch of one task's target producer, and its open transaction's state and
-    contents. ``RawCommitter`` alone opens, commits and aborts it. ``version``: the transaction
-    protocol to speak at most (None: the highest the target has).
+    """The coordinator requests of one task's target producer. What they establish (the producer id
+    and epoch, the open transaction's state and contents) is kept in ``transaction``, a
+    ``RawTransaction``. ``RawCommitter`` alone opens, commits and aborts the transaction. ``version``:
+    the transaction protocol to speak at most (None: the highest the target has).
 
     Without a transactional.id it only takes an idempotent producer id (at least once); the
     transaction requests are then never sent.
@@ -110,17 +89,9 @@ class TransactionClient:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.group_id = group_id
-        self.producer_id = -1
-        self.epoch = -1
-        self.state = TransactionState.UNINITIALIZED
-        #: Target partitions added to the open transaction (AddPartitionsToTxn).
-        self.partitions: set[TargetPartition] = set()
-        #: How long the latest transaction's first AddPartitionsToTxn took to be accepted: the
-        #: coordinator refuses it (CONCURRENT_TRANSACTIONS) until the previous transaction's markers
-        #: are written to every partition it touched.
-        self.marker_wait_s = 0.0
-        #: The shadow group was added to the open transaction (AddOffsetsToTxn).
-        self.offsets_added = False
+        #: The producer id and epoch, and the open transaction's state and contents: written here as
+        #: the coordinator answers, read and written by the pipeline and the committer too.
+        self.transaction = RawTransaction(transactional_id)
         self._coordinators = CoordinatorRequests(wire, transactional_id, group_id, transaction_timeout_ms)
         self._request = self._coordinators.request
         #: The transaction protocol spoken: 2 (KIP-890 part 2) where the target has it finalized, else 1.
@@ -136,39 +107,11 @@ class TransactionClient:
         ):
             wire.negotiate(request, fixed, fixed)
         wire.negotiate(TxnOffsetCommitRequest, self._offset_commit_version, self._offset_commit_version)
-        #: Set when EndTxn gave a new producer id or epoch (version 2): the pipeline restamps from it.
-        self.epoch_changed = False
 
     @property
     def transactional(self) -> bool:
         """Exactly once (a transactional.id) or at least once (idempotent only)."""
         return self.transactional_id is not None
-
-    @property
-    def in_transaction(self) -> bool:
-        """True once the coordinator holds something of this cycle (partitions or the group's offsets)
-        and until it confirmed its end."""
-        return self.state in (TransactionState.IN_TRANSACTION, TransactionState.COMMITTING, TransactionState.ABORTING)
-
-    def forget_transaction(self) -> None:
-        """The cycle is over (committed, or aborted and ended by a new epoch, or aborted unconfirmed):
-        the next cycle registers its contents anew."""
-        self.partitions = set()
-        self.offsets_added = False
-        if self.state is TransactionState.ABORTING:  # unconfirmed: the coordinator ends it by its timeout
-            self._transition_to(TransactionState.READY)
-
-    def _check_move(self, state: TransactionState) -> None:
-        """Fail unless the transaction may move to ``state``: a move the protocol does not allow is a
-        bug, never retried."""
-        if state is not self.state and state not in _MOVES[self.state]:
-            raise TaskFailure(
-                f"internal error: the transaction of {self.transactional_id} cannot go from {self.state} to {state}"
-            )
-
-    def _transition_to(self, state: TransactionState) -> None:
-        self._check_move(state)
-        self.state = state
 
     def init_producer_id(self) -> None:
         """A new producer id or epoch; an older holder of the transactional.id is fenced."""
@@ -185,13 +128,13 @@ class TransactionClient:
             ),
             lambda r: int(r.error_code),
         )
-        self.producer_id, self.epoch = response.producer_id, response.producer_epoch
-        self.state = TransactionState.READY  # a new epoch ends whatever the previous one had open
+        self.transaction.producer_id, self.transaction.epoch = response.producer_id, response.producer_epoch
+        self.transaction.state = TransactionState.READY  # a new epoch ends whatever the previous one had open
         log.info(
             "producer %s has producer id %d epoch %d",
             self.transactional_id or "(idempotent)",
-            self.producer_id,
-            self.epoch,
+            self.transaction.producer_id,
+            self.transaction.epoch,
         )
 
     def add_partitions(self, tps: Iterable[TargetPartition]) -> None:
@@ -203,17 +146,17 @@ class TransactionClient:
         """
         if not self.transactional:
             return
-        todo = [tp for tp in tps if tp not in self.partitions]
+        todo = [tp for tp in tps if tp not in self.transaction.partitions]
         if not todo:
             return
         if self.version == 2:
-            self._transition_to(TransactionState.IN_TRANSACTION)
-            self.partitions.update(todo)
+            self.transaction.move_to(TransactionState.IN_TRANSACTION)
+            self.transaction.partitions.update(todo)
             return
-        first = not self.partitions
+        first = not self.transaction.partitions
         started = time.monotonic()
         # Open once the coordinator accepted the partitions: a refused first request leaves none open.
-        self._check_move(TransactionState.IN_TRANSACTION)
+        self.transaction.check_move(TransactionState.IN_TRANSACTION)
         a = AddPartitionsToTxnRequest
         topics: dict[str, list[int]] = {}
         for tp in todo:
@@ -226,8 +169,8 @@ class TransactionClient:
             lambda: a(
                 version=3,
                 v3_and_below_transactional_id=self.transactional_id,
-                v3_and_below_producer_id=self.producer_id,
-                v3_and_below_producer_epoch=self.epoch,
+                v3_and_below_producer_id=self.transaction.producer_id,
+                v3_and_below_producer_epoch=self.transaction.epoch,
                 v3_and_below_topics=[a.AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in topics.items()],
             ),
             # OPERATION_NOT_ATTEMPTED only follows another partition's error: report that one.
@@ -236,10 +179,10 @@ class TransactionClient:
                 besides=KafkaErrorCode.OPERATION_NOT_ATTEMPTED,
             ),
         )
-        self._transition_to(TransactionState.IN_TRANSACTION)
-        self.partitions.update(todo)
+        self.transaction.move_to(TransactionState.IN_TRANSACTION)
+        self.transaction.partitions.update(todo)
         if first:
-            self.marker_wait_s = time.monotonic() - started
+            self.transaction.marker_wait_s = time.monotonic() - started
 
     def send_offsets(self, offsets: list[TopicPartition], metadata: GroupMetadata) -> None:
         """Put the shadow group's next ``offsets`` in the transaction, fenced by ``metadata``'s generation.
@@ -248,10 +191,10 @@ class TransactionClient:
         request's offsets as one batch to __consumer_offsets, and refuses a batch over its 1 MB limit
         (UNKNOWN_SERVER_ERROR; 10,000 partitions made 1.2 MB). The transaction makes them one commit.
         """
-        if not self.offsets_added:
+        if not self.transaction.offsets_added:
             if self.version == 2:  # the group coordinator adds the group with the first TxnOffsetCommit
-                self._transition_to(TransactionState.IN_TRANSACTION)
-                self.offsets_added = True
+                self.transaction.move_to(TransactionState.IN_TRANSACTION)
+                self.transaction.offsets_added = True
             else:
                 self._add_offsets()
         for start in range(0, len(offsets), OFFSETS_PER_REQUEST):
@@ -280,8 +223,8 @@ class TransactionClient:
                 version=self._offset_commit_version,
                 transactional_id=self.transactional_id,
                 group_id=self.group_id,
-                producer_id=self.producer_id,
-                producer_epoch=self.epoch,
+                producer_id=self.transaction.producer_id,
+                producer_epoch=self.transaction.epoch,
                 generation_id=generation,
                 member_id=member_id,
                 group_instance_id=instance_id,
@@ -291,7 +234,7 @@ class TransactionClient:
         )
 
     def _add_offsets(self) -> None:
-        self._check_move(TransactionState.IN_TRANSACTION)
+        self.transaction.check_move(TransactionState.IN_TRANSACTION)
         self._request(
             "AddOffsetsToTxn",
             "AddOffsetsToTxn",
@@ -299,14 +242,14 @@ class TransactionClient:
             lambda: AddOffsetsToTxnRequest(
                 version=3,
                 transactional_id=self.transactional_id,
-                producer_id=self.producer_id,
-                producer_epoch=self.epoch,
+                producer_id=self.transaction.producer_id,
+                producer_epoch=self.transaction.epoch,
                 group_id=self.group_id,
             ),
             lambda r: int(r.error_code),
         )
-        self._transition_to(TransactionState.IN_TRANSACTION)
-        self.offsets_added = True
+        self.transaction.move_to(TransactionState.IN_TRANSACTION)
+        self.transaction.offsets_added = True
 
     def end(self, *, commit: bool) -> None:
         """EndTxn: commit or abort the open transaction (READY once the coordinator confirmed it).
@@ -314,7 +257,7 @@ class TransactionClient:
         Version 2: the answer carries the epoch (or producer id) of the next transaction, and
         ``epoch_changed`` is set for the pipeline to stamp its batches with it.
         """
-        self._transition_to(TransactionState.COMMITTING if commit else TransactionState.ABORTING)
+        self.transaction.move_to(TransactionState.COMMITTING if commit else TransactionState.ABORTING)
         response = self._request(
             "commit" if commit else "abort",
             "EndTxn",
@@ -322,22 +265,22 @@ class TransactionClient:
             lambda: EndTxnRequest(
                 version=self._end_txn_version,
                 transactional_id=self.transactional_id,
-                producer_id=self.producer_id,
-                producer_epoch=self.epoch,
+                producer_id=self.transaction.producer_id,
+                producer_epoch=self.transaction.epoch,
                 committed=commit,
             ),
             lambda r: int(r.error_code),
         )
-        self._transition_to(TransactionState.READY)
+        self.transaction.move_to(TransactionState.READY)
         if self.version == 2:
-            before = self.epoch
+            before = self.transaction.epoch
             self._take_next_epoch(int(response.producer_id), int(response.producer_epoch))
             if not commit:  # rare, and the epoch it leaves is what the next transaction is fenced by
                 log.info(
                     "producer %s aborted its transaction at epoch %d; the next one writes with epoch %d",
                     self.transactional_id,
                     before,
-                    self.epoch,
+                    self.transaction.epoch,
                 )
 
     def _take_next_epoch(self, producer_id: int, epoch: int) -> None:
@@ -347,16 +290,16 @@ class TransactionClient:
                 f"internal error: EndTxn v5 for {self.transactional_id} gave no next epoch "
                 f"(producer id {producer_id}, epoch {epoch})"
             )
-        if producer_id != self.producer_id:  # the epoch was exhausted: the coordinator gave a new id
+        if producer_id != self.transaction.producer_id:  # the epoch was exhausted: the coordinator gave a new id
             log.info(
                 "producer %s: epoch %d exhausted, the coordinator gave producer id %d epoch %d",
                 self.transactional_id,
-                self.epoch,
+                self.transaction.epoch,
                 producer_id,
                 epoch,
             )
-        self.producer_id, self.epoch = producer_id, epoch
-        self.epoch_changed = True
+        self.transaction.producer_id, self.transaction.epoch = producer_id, epoch
+        self.transaction.epoch_changed = True
 
 
 def transaction_version(wire: WireClient) -> int:
