@@ -16,11 +16,8 @@ from bench.common.cpu import BusyTimeline, ProcessCpu
 from devkafka.data import Address, client_settings, create_topic
 from devkafka.raw_batches import read_committed_batches
 from mirror_sink.core.base.partitions import TargetPartition
-from mirror_sink.raw.produce.producer import ProducePipeline
-from mirror_sink.raw.txn.committer import RawCommitter
-from mirror_sink.raw.txn.transactions import TransactionClient
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
-from mirror_sink.raw.wire.wire import WireClient
+from mirror_sink.raw.writer import RawWriter
 
 
 @dataclass
@@ -57,13 +54,20 @@ def target_ingest(
         for p, items in read_committed_batches(source, topic, range(partitions)).items()
     }
     create_topic(target, target_topic, partitions, {"compression.type": "producer"})
-    wire = WireClient(client_settings(target), "target", "bench-ceiling-produce", 16 << 20)
-    transactions = TransactionClient(wire, transactional_id=None, transaction_timeout_ms=60_000, group_id="unused")
-    # The batches are in memory before the clock starts and are sent with no charge: the budget stays at 0.
-    producer = ProducePipeline(wire, transactions, MemoryBudget(0), request_max_bytes=16 << 20)
+    writer = RawWriter.open(
+        client_settings(target),
+        client_id="bench-ceiling-produce",
+        # The batches are in memory before the clock starts and are sent with no charge: the budget stays at 0.
+        budget=MemoryBudget(0),
+        transactional_id=None,
+        transaction_timeout_ms=60_000,
+        group_id="unused",
+        request_max_bytes=16 << 20,
+    )
+    wire, producer = writer.wire, writer.pipeline
     total = sum(count for items in batches.values() for _, count in items)
     try:
-        RawCommitter(transactions, producer).start()  # an idempotent producer id
+        writer.committer.start()  # an idempotent producer id
         while any(wire.leader(target_topic, p) is None for p in range(partitions)):  # metadata: not timed
             wire.poll(0.1)
         records = 0
@@ -87,4 +91,4 @@ def target_ingest(
             seconds, sum(len(b) for b in batches.values()), records, machine.cores_busy(None, None), broker_cpu
         )
     finally:
-        producer.close()
+        writer.close()

@@ -58,10 +58,9 @@ from devkafka.cluster import LocalKafkaCluster
 from devkafka.data import client_settings, create_topic
 from devkafka.jars import KafkaJars
 from mirror_sink.core.base.partitions import TargetPartition
-from mirror_sink.raw.produce.producer import ProducePipeline
-from mirror_sink.raw.txn.transactions import TransactionClient
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
 from mirror_sink.raw.wire.wire import NodeId, WireClient
+from mirror_sink.raw.writer import RawWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = (1, 10, 100, 300, 1000)
@@ -176,27 +175,31 @@ class MarkerBench:
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, protocol: int) -> None:
         self.topic = topic
-        self.wire = AddPartitionsLog(client_settings(bootstrap), "target", "bench-markers", 16 << 20)
-        self.txn = TransactionClient(
-            self.wire,
+        self.writer = RawWriter.open(
+            client_settings(bootstrap),
+            client_id="bench-markers",
+            budget=MemoryBudget(0),
             transactional_id=f"bench-markers-{uuid.uuid4().hex[:8]}",
             transaction_timeout_ms=120_000,
             group_id="unused",
+            request_max_bytes=16 << 20,
             version=protocol,
+            wire_class=AddPartitionsLog,
         )
+        assert isinstance(self.writer.wire, AddPartitionsLog)
+        self.wire = self.writer.wire
+        self.txn, self.producer = self.writer.transactions, self.writer.pipeline
         if self.txn.version != protocol:
             raise SystemExit(f"the target does not speak transactions version {protocol}")
-        self.producer = ProducePipeline(self.wire, self.txn, MemoryBudget(0), request_max_bytes=16 << 20)
         self.batch = small_batch()
         self.started = time.monotonic()
-        self.txn.init_producer_id()
-        self.producer.new_epoch()
+        self.writer.committer.start()  # InitProducerId; the pipeline stamps its batches with the epoch
         while any(self.wire.leader(topic, p) is None for p in range(partitions)):  # metadata: not timed
             self.wire.poll(0.1)
 
     def close(self) -> None:
         """Close the connections (no transaction is left open: each one is committed)."""
-        self.producer.close()
+        self.writer.close()
 
     def transaction(self, partitions: int) -> Sample:
         """One transaction over partitions 0..P-1."""

@@ -19,11 +19,9 @@ from mirror_sink.core.telemetry.metrics import CycleStats
 from mirror_sink.raw.fetch.fetch_thread import FetchThread
 from mirror_sink.raw.fetch.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.forwarder import TARGET_MAX_MESSAGE_BYTES, BatchForwarder
-from mirror_sink.raw.produce.producer import ProducePipeline
-from mirror_sink.raw.txn.committer import RawCommitter
-from mirror_sink.raw.txn.transactions import TransactionClient
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
 from mirror_sink.raw.wire.wire import WireClient
+from mirror_sink.raw.writer import RawWriter
 
 #: Batches per partition queued for the producer beyond those in flight.
 _QUEUED_PER_PARTITION = 5
@@ -49,14 +47,19 @@ class RawPath:
         partition_max = int(source_props.get("max.partition.fetch.bytes", _DEFAULT_PARTITION_MAX_BYTES))
         # A response may exceed its max_bytes by one batch (the first, so progress is always made).
         frame_max = max(fetch_max, memory_bytes) + 2 * max(partition_max, TARGET_MAX_MESSAGE_BYTES)
-        wires: list[WireClient] = []
+        source = WireClient(source_props, "source", f"{client_id}-raw-fetcher", frame_max)
+        writer: RawWriter | None = None
         try:
-            source = WireClient(source_props, "source", f"{client_id}-raw-fetcher", frame_max)
-            wires.append(source)
-            # Produce requests must not outlive the transaction that carries them.
-            timeout_ms = min(30_000, transaction_timeout_ms)
-            target = WireClient(settings.target_props, "target", f"{client_id}-raw-producer", 16 << 20, timeout_ms)
-            wires.append(target)
+            writer = RawWriter.open(
+                settings.target_props,
+                client_id=f"{client_id}-raw-producer",
+                budget=self.budget,
+                transactional_id=transactional_id,
+                transaction_timeout_ms=transaction_timeout_ms,
+                group_id=settings.group_id,
+                request_max_bytes=max(1 << 20, min(memory_bytes // 16, 16 << 20)),
+                sync_partition=settings.sync_partition,
+            )
             self.fetcher = RawFetcher(
                 source,
                 self.budget,
@@ -65,22 +68,14 @@ class RawPath:
                 max_wait_ms=int(source_props.get("fetch.wait.max.ms", 100)),
                 idle_wait_ms=settings.idle_wait_ms,
             )
-            self.transactions = TransactionClient(
-                target,
-                transactional_id=transactional_id,
-                transaction_timeout_ms=transaction_timeout_ms,
-                group_id=settings.group_id,
-            )
-            self.producer = ProducePipeline(
-                target,
-                self.transactions,
-                self.budget,
-                request_max_bytes=max(1 << 20, min(memory_bytes // 16, 16 << 20)),
-            )
         except Exception:  # e.g. RawUnsupported from a version check: no connection left open
-            for wire in wires:
-                wire.close()
+            source.close()
+            if writer is not None:
+                writer.close()
             raise
+        #: The target side: connections, transaction client, produce pipeline and committer.
+        self.writer = writer
+        self.producer = writer.pipeline
         # New data ends the task thread's wait for the target's acknowledgements.
         self.fetching = FetchThread(self.fetcher, self._data_arrived, f"{client_id}-fetch")
         #: The fetch thread woke the task thread and the task has not taken data since: further
@@ -88,7 +83,7 @@ class RawPath:
         self._woken = False
         # Acknowledgements free memory in copy() and while a commit waits for the last of them.
         self.budget.on_give_back = self.fetching.nudge
-        self.committer = RawCommitter(self.transactions, self.producer, settings.sync_partition)
+        self.committer = writer.committer
         self.forwarder = BatchForwarder(self.producer, self.budget, log)
         self._chunk_bytes = settings.chunk_bytes
         self._position: dict[SourcePartition, int] = {}
@@ -207,7 +202,7 @@ class RawPath:
         of ours can be left blocked in these)."""
         self.fetching.stop()
         self.fetcher.close(close_sessions=not self.fetching.alive)
-        self.producer.close()
+        self.writer.close()
 
     def caught_up(self) -> bool:
         """Nothing fetched waits, and every partition has reached the source's last stable offset
@@ -227,7 +222,8 @@ class RawPath:
 
     def transaction_version(self) -> int:
         """2 on a target with transactions version 2 finalized, else 1; 0 without transactions."""
-        return self.transactions.version if self.transactions.transactional else 0
+        transactions = self.writer.transactions
+        return transactions.version if transactions.transactional else 0
 
     def statistics(self) -> PathStatistics:
         """Batches forwarded as they are and re-encoded by reason; the memory budget (in use, limit,
@@ -238,7 +234,7 @@ class RawPath:
         return PathStatistics(
             batches=self.forwarder.batch_counts(),
             memory={"in_use": self.budget.used, "limit": self.budget.limit, "peak": self.budget.peak},
-            marker_wait_s=self.transactions.transaction.marker_wait_s,
+            marker_wait_s=self.writer.transaction.marker_wait_s,
             fetch_sessions=FetchSessionCounts(
                 dict(self.fetcher.requests), dict(self.fetcher.resets), held["sessions"], held["partitions"]
             ),
