@@ -16,7 +16,7 @@ from mirror_sink.core.base.topic_ids import as_uuid
 from mirror_sink.core.interfaces.data_path import Copied, FetchSessionCounts, PathSettings, PathStatistics
 from mirror_sink.core.runtime.logs import Log
 from mirror_sink.core.telemetry.metrics import CycleStats
-from mirror_sink.raw.fetch.fetch_thread import FetchThread
+from mirror_sink.raw.fetch.fetch_thread import FetchThread, TaskWakeup
 from mirror_sink.raw.fetch.fetcher import Fetched, RawFetcher
 from mirror_sink.raw.forwarder import TARGET_MAX_MESSAGE_BYTES, BatchForwarder
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
@@ -76,13 +76,12 @@ class RawPath:
         #: The target side: connections, transaction client, produce pipeline and committer.
         self.writer = writer
         self.producer = writer.pipeline
-        # New data ends the task thread's wait for the target's acknowledgements.
-        self.fetching = FetchThread(self.fetcher, self._data_arrived, f"{client_id}-fetch")
-        #: The fetch thread woke the task thread and the task has not taken data since: further
-        #: wakeups are redundant (a response is collected every few milliseconds while streaming).
-        self._woken = False
-        # Acknowledgements free memory in copy() and while a commit waits for the last of them.
-        self.budget.on_give_back = self.fetching.nudge
+        #: New data ends the task thread's wait for the target's acknowledgements.
+        self.task_wakeup = TaskWakeup(self.producer.wire)
+        self.fetching = FetchThread(self.fetcher, self.task_wakeup, f"{client_id}-fetch")
+        # Acknowledgements free memory in copy() and while a commit waits for the last of them: each
+        # give-back nudges the fetch thread, which may send what waited for memory.
+        self.budget.notify_on_give_back(self.fetching)
         self.committer = writer.committer
         self.forwarder = BatchForwarder(self.producer, self.budget, log)
         self._chunk_bytes = settings.chunk_bytes
@@ -188,7 +187,7 @@ class RawPath:
         fetch thread (data, or its failure, raised here) ends the wait sooner.
         """
         self.fetching.check()
-        self._woken = False  # before taking: data queued after this point wakes the next wait
+        self.task_wakeup.taking()  # before taking: data queued after this point wakes the next wait
         copied, took = self._take()
         self.producer.pump()
         self.producer.wire.poll(0 if took else wait_s)
@@ -245,12 +244,6 @@ class RawPath:
         return f"raw mode: {self.forwarder.describe()}; memory peak {self.budget.peak / 1e6:.1f} MB"
 
     # -- internals ------------------------------------------------------------------------------
-    def _data_arrived(self) -> None:
-        """The fetch thread queued data (or failed): end the task thread's wait, once per take."""
-        if not self._woken:
-            self._woken = True
-            self.producer.wire.wakeup()
-
     def _take(self) -> tuple[Copied, bool]:
         """Move queued items into the cycle, a bounded chunk per call (the task checks its bounds);
         what they add, and whether there were any."""

@@ -301,7 +301,7 @@ class _Wire:
     def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
         return lowest
 
-    def on_metadata_update(self, callback: object) -> None:
+    def add_metadata_listener(self, listener: object) -> None:
         pass
 
 
@@ -335,7 +335,7 @@ def test_a_corrupt_source_batch_is_never_queued_and_fails_the_task_naming_it() -
     fetcher = _fetcher()
     part = fetcher._parts[SourcePartition("orders", 3)]
     with pytest.raises(TaskFailure, match=r"source partition orders-3: corrupt batch, not mirrored: batch at offset 3"):
-        fetcher._take_response(SourcePartition("orders", 3), part, _fetch_response(bytes(good + bad)))
+        fetcher._collector.take(SourcePartition("orders", 3), part, _fetch_response(bytes(good + bad)))
     queued = list(iter(partial(fetcher.pop, SourcePartition("orders", 3)), None))
     assert [item.next_offset for item in queued] == [3], "only the batch before the corrupt one was queued"
 
@@ -346,7 +346,7 @@ def test_fetched_batches_are_queued_in_order_with_aborted_and_control_ranges_as_
     marker = _marker_batch(6, 4)
     fetcher = _fetcher(start=1)  # starts inside the first batch
     part = fetcher._parts[SourcePartition("orders", 3)]
-    fetcher._take_response(
+    fetcher._collector.take(
         SourcePartition("orders", 3), part, _fetch_response(bytes(committed + aborted + marker), [(6, 2)])
     )
     items = list(iter(partial(fetcher.pop, SourcePartition("orders", 3)), None))
@@ -363,7 +363,7 @@ def test_an_abort_marker_before_the_start_still_ends_its_transaction() -> None:
     marker = _marker_batch(6, 4)
     later = build([(b"c", b"3", [], 1)], 0, base_offset=5, attributes_extra=TRANSACTIONAL, producer=(6, 0, 2))
     fetcher = _fetcher(start=5)  # the fetch returns the partition from offset 2, as brokers do
-    fetcher._take_response(
+    fetcher._collector.take(
         SourcePartition("orders", 3),
         fetcher._parts[SourcePartition("orders", 3)],
         _fetch_response(bytes(aborted + marker + later), [(6, 2)]),
@@ -379,10 +379,10 @@ def test_the_fetcher_has_caught_up_once_its_queue_is_empty_at_the_source_s_last_
     assert not fetcher.caught_up(), "never fetched: nothing is known about the source yet"
     two = build([(b"k", b"v", [], 1)] * 2, 0, base_offset=0)
     # Four records were stable when the broker answered; the response held two (its size limit).
-    fetcher._take_response(tp, part, _fetch_response(bytes(two), last_stable_offset=4))
+    fetcher._collector.take(tp, part, _fetch_response(bytes(two), last_stable_offset=4))
     assert fetcher.pop(tp) is not None and not fetcher.caught_up(), "two more records wait on the source"
     more = build([(b"k", b"v", [], 1)] * 2, 0, base_offset=2)
-    fetcher._take_response(tp, part, _fetch_response(bytes(more), last_stable_offset=4))
+    fetcher._collector.take(tp, part, _fetch_response(bytes(more), last_stable_offset=4))
     assert not fetcher.caught_up(), "the last two are fetched but still queued"
     assert fetcher.pop(tp) is not None and fetcher.caught_up(), "all taken, and the source had no more"
 

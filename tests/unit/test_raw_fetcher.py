@@ -63,8 +63,8 @@ class _Wire:
     def refresh_metadata(self) -> None:
         self.refreshes += 1
 
-    def on_metadata_update(self, callback: Any) -> None:
-        self.metadata_updated = callback
+    def add_metadata_listener(self, listener: Any) -> None:
+        self.metadata_updated = listener.on_metadata_update
 
 
 def _fetcher(wire: _Wire) -> RawFetcher:
@@ -138,7 +138,7 @@ def test_unknown_topic_id_with_a_new_id_in_the_metadata_is_a_topic_created_again
     wire = _Wire(topic_id=NEW)
     fetcher = _fetcher(wire)
     fetcher.assign({TP: 100}, {"orders": OLD})
-    fetcher._take_response(TP, fetcher._parts[TP], _answer(KafkaErrorCode.UNKNOWN_TOPIC_ID))
+    fetcher._collector.take(TP, fetcher._parts[TP], _answer(KafkaErrorCode.UNKNOWN_TOPIC_ID))
     with pytest.raises(SourceOffsetOutOfRange, match=f"id {as_text(NEW)} now.*id {as_text(OLD)}"):
         fetcher.check_gone()
 
@@ -147,7 +147,7 @@ def test_unknown_topic_id_while_the_metadata_still_knows_the_old_id_is_asked_aga
     wire = _Wire(topic_id=OLD)
     fetcher = _fetcher(wire)
     fetcher.assign({TP: 100}, {"orders": OLD})
-    fetcher._take_response(TP, fetcher._parts[TP], _answer(KafkaErrorCode.UNKNOWN_TOPIC_ID))
+    fetcher._collector.take(TP, fetcher._parts[TP], _answer(KafkaErrorCode.UNKNOWN_TOPIC_ID))
     fetcher.check_gone()  # nothing to raise: deleted, maybe not created again (yet)
     assert wire.refreshes == 1 and fetcher._parts[TP].retry_at > 0
 
@@ -157,7 +157,7 @@ def test_a_diverging_epoch_below_the_position_is_a_truncated_source_and_stops_th
     fetcher.assign({TP: 100}, {"orders": OLD})
     part = fetcher._parts[TP]
     part.last_epoch = 3
-    fetcher._take_response(TP, part, _answer(diverging=(3, 90)))
+    fetcher._collector.take(TP, part, _answer(diverging=(3, 90)))
     with pytest.raises(SourceTruncated, match=r"offsets 90\.\.99 that the source no longer has"):
         fetcher.check_gone()
     fetcher.seek({TP: 100})
@@ -169,7 +169,7 @@ def test_an_out_of_range_partition_waits_for_the_task_and_the_others_go_on() -> 
     other = SourcePartition("orders", 1)
     fetcher = _fetcher(_Wire())
     fetcher.assign({TP: 100, other: 5}, {"orders": OLD})
-    fetcher._take_response(TP, fetcher._parts[TP], _answer(KafkaErrorCode.OFFSET_OUT_OF_RANGE))
+    fetcher._collector.take(TP, fetcher._parts[TP], _answer(KafkaErrorCode.OFFSET_OUT_OF_RANGE))
     with pytest.raises(SourceOffsetOutOfRange, match="offset 100"):
         fetcher.check_gone()
     assert fetcher._parts[TP].gone is not None and fetcher._parts[other].gone is None

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
 from mirror_sink.raw.fetch.fetcher import RawFetcher
+from mirror_sink.raw.wire.wire import WireClient
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +24,38 @@ log = logging.getLogger(__name__)
 _POLL_S = 0.1
 
 
-class FetchThread:
-    """Drives a ``RawFetcher``'s Fetch requests and responses until stopped or failed."""
+class TaskWakeup:
+    """Ends the task thread's wait in its target connections' poll (for acknowledgements) when the
+    fetch thread has news for it: data queued, or its own failure.
 
-    def __init__(self, fetcher: RawFetcher, on_data: Callable[[], None], name: str) -> None:
+    Once per take: after a wakeup, further ones are redundant until the task thread takes what is
+    queued (a response is collected every few milliseconds while streaming, and each wakeup is a
+    system call on both sides).
+    """
+
+    def __init__(self, target: WireClient) -> None:
+        self._target = target
+        #: The task thread was woken and has not taken data since.
+        self._woken = False
+
+    def data_arrived(self) -> None:
+        """The fetch thread queued data (or failed): end the task thread's wait, once per take."""
+        if not self._woken:
+            self._woken = True
+            self._target.wakeup()
+
+    def taking(self) -> None:
+        """The task thread is about to take what is queued: data queued from now on wakes its next wait."""
+        self._woken = False
+
+
+class FetchThread:
+    """Drives a ``RawFetcher``'s Fetch requests and responses until stopped or failed; ``wakeup`` is
+    told when they bring the task thread news."""
+
+    def __init__(self, fetcher: RawFetcher, wakeup: TaskWakeup, name: str) -> None:
         self.fetcher = fetcher
-        self._on_data = on_data
+        self._wakeup = wakeup
         self._stopping = threading.Event()
         #: A nudge woke the thread and it has not looked at its work since: further nudges are
         #: redundant (each wakeup is a system call on both sides, once per acknowledgement otherwise).
@@ -77,7 +103,7 @@ class FetchThread:
                 fetcher.fill()
                 fetcher.wire.poll(_POLL_S)
                 if fetcher.collect():
-                    self._on_data()
+                    self._wakeup.data_arrived()
         except BaseException as exc:  # handed to the task thread, which fails or recovers as it would
             self.failure = exc
-            self._on_data()
+            self._wakeup.data_arrived()

@@ -108,9 +108,8 @@ class RawFetcher:
         self.requests = self._leaders.requests
         self.resets = self._leaders.resets
         self._collector = FetchCollector(wire, budget, self._gone)
-        #: Queues one partition's part of an answer (bound once: ``collect`` calls it per partition).
-        self._take_response = self._collector.take
-        wire.on_metadata_update(self._fetchable.on_metadata_update)
+        # Leaders or leader epochs moved: Fetchable recomputes every partition at the next ``fill``.
+        wire.add_metadata_listener(self._fetchable)
 
     # -- assignment -----------------------------------------------------------------------------
     @_locked
@@ -256,7 +255,7 @@ class RawFetcher:
                         and (held.epoch, held.offset) == (part.epoch, part.position)
                     ):
                         tp = SourcePartition(*key)
-                        frame = self._take_response(tp, part, pd) or frame
+                        frame = self._collector.take(tp, part, pd) or frame
                         self._dirty.add(tp)  # its position, or its state, may have moved
                         if part.queue:
                             self._ready.add(tp)

@@ -9,7 +9,15 @@ when the target acknowledges them (or they are dropped).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from typing import Protocol
+
+
+class GiveBackListener(Protocol):
+    """Told when bytes come back to the budget (``fetch.fetch_thread.FetchThread``: it may then send
+    what waited for memory)."""
+
+    def nudge(self) -> None:
+        """Bytes were given back."""
 
 
 class MemoryBudget:
@@ -21,8 +29,12 @@ class MemoryBudget:
         self.used = 0
         self.peak = 0
         self._lock = threading.Lock()
-        #: Called after bytes are given back (the fetch thread may send what waited for memory).
-        self.on_give_back: Callable[[], None] | None = None
+        #: Told after bytes are given back (``notify_on_give_back``).
+        self._listener: GiveBackListener | None = None
+
+    def notify_on_give_back(self, listener: GiveBackListener) -> None:
+        """From now on, call ``listener.nudge`` after each give-back of bytes."""
+        self._listener = listener
 
     @property
     def available(self) -> int:
@@ -40,5 +52,5 @@ class MemoryBudget:
         """Return ``n`` bytes."""
         with self._lock:
             self.used -= n
-        if self.on_give_back is not None and n > 0:
-            self.on_give_back()
+        if self._listener is not None and n > 0:
+            self._listener.nudge()

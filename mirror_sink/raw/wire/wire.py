@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 import kafka.errors as kerr
 from kafka.future import Future
@@ -84,6 +84,13 @@ def error_name(code: int) -> str:
     """Kafka's name for a protocol error code, e.g. 87 -> INVALID_RECORD."""
     cls = kerr.for_code(code)
     return f"{getattr(cls, 'message', cls.__name__)} ({code})"
+
+
+class MetadataListener(Protocol):
+    """Told of each metadata update of a ``WireClient`` (``fetch.fetchable.Fetchable``: leaders moved)."""
+
+    def on_metadata_update(self) -> None:
+        """The cluster's metadata changed; called inside ``poll``, on the polling thread."""
 
 
 class WireClient:
@@ -187,9 +194,10 @@ class WireClient:
         found = self._client.cluster.topic_id(topic)
         return found if isinstance(found, uuid.UUID) and found.int else None
 
-    def on_metadata_update(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` after each metadata update (inside ``poll``, on the polling thread)."""
-        self._client.cluster.add_listener(lambda _cluster: callback())
+    def add_metadata_listener(self, listener: MetadataListener) -> None:
+        """Call ``listener.on_metadata_update`` after each metadata update (inside ``poll``, on the
+        polling thread)."""
+        self._client.cluster.add_listener(lambda _cluster: listener.on_metadata_update())
 
     def refresh_metadata(self) -> None:
         """Ask for fresh metadata (leaders moved, a broker bounced)."""
