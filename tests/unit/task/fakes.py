@@ -130,6 +130,9 @@ class FakeCommitter:
         return self._open
 
 
+#: A test's loop that copies this often has not stopped when its script was done: a failure, not a hang.
+_MOST_COPIES = 1000
+
 #: What a ``FakePath.copy`` does before it copies: raise, or change the scene (a callable).
 Step = Exception | Callable[[], object]
 
@@ -160,8 +163,11 @@ class FakePath:
         self.holds: list[dict[SourcePartition, int]] = []
         self.batch_limits: list[dict[str, int]] = []
         self.forgets = 0
+        self.copies = 0
         self.transactional = False
         self.advice: str | None = None
+        #: At most this many records per partition per copy (None: all there is).
+        self.chunk: int | None = None
         self.stats = PathStatistics()
         self.cycle_stats: dict[TargetPartition, CycleStats] = {}
         self._limits: dict[SourcePartition, int] = {}
@@ -217,6 +223,9 @@ class FakePath:
         self.transactional = False
 
     def copy(self, wait_s: float) -> Copied:
+        self.copies += 1
+        if self.copies > _MOST_COPIES:
+            raise AssertionError(f"the loop went on for {_MOST_COPIES} copies past its script")
         if self.script:
             step = self.script.pop(0)
             if isinstance(step, Exception):
@@ -227,6 +236,8 @@ class FakePath:
         records = 0
         for tp, at in self.at.items():
             end = min(self.ends.get(tp, at), self._limits.get(tp, self.ends.get(tp, at)))
+            if self.chunk is not None:
+                end = min(end, at + self.chunk)
             if end <= at:
                 continue
             self.committer.enlist([self.targets[tp]])
@@ -284,6 +295,8 @@ class FakeMessage:
 
 
 RebalanceCallback = Callable[[Consumer, list[TopicPartition]], None]
+#: Polls of one member in a test: a loop past this never ends (a failure rather than a hang).
+_MOST_POLLS = 10_000
 
 
 class FakeMember:
@@ -292,6 +305,7 @@ class FakeMember:
 
     def __init__(self) -> None:
         self.generation = 1
+        self.polls = 0
         self.subscriptions: list[list[str]] = []
         self.assignment: list[TopicPartition] = []
         self.paused: list[TopicPartition] = []
@@ -318,6 +332,9 @@ class FakeMember:
         self._queued.append(("lost", []))
 
     def poll(self, timeout: float) -> FakeMessage | None:
+        self.polls += 1
+        if self.polls > _MOST_POLLS:
+            raise AssertionError(f"the member was polled {_MOST_POLLS} times: a test's loop that never ends")
         while self._queued:
             kind, partitions = self._queued.pop(0)
             if kind == "assign":
@@ -376,9 +393,14 @@ class FakeResolver(StartOffsetResolver):
         self.marks: dict[SourcePartition, tuple[int, int]] = {}
         self.ids: dict[str, str] = {}
         self.resolved: list[dict[TargetPartition, SourcePartition]] = []
+        #: What the next ``resolve`` raises instead (the shadow group or the source unreadable).
+        self.failure: Exception | None = None
 
     def resolve(self, pairs: Mapping[TargetPartition, SourcePartition]) -> StartOffsets:
         self.resolved.append(dict(pairs))
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
         held = {source: self.held.get(source, Held(None)) for source in pairs.values()}
         offsets = {
             tp: (h.offset_fallback if h.offset is None else h.skipped.first_present if h.skipped else h.offset)

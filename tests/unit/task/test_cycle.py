@@ -164,6 +164,7 @@ def test_a_caught_up_cycle_commits_the_partitions_that_moved_with_the_generation
     assert not stored_at_cut(meta), "no cuts without source.transactions.whole"
     assert call.spans == [SyncSpan(TA, "orders", 10, 13)] and call.audit == []
     assert dict(rig.own.state.committed) == {A: 13, B: 20}
+    assert rig.path.forgets == 1, "whether a cycle took part of a source transaction starts again"
     counters = rig.cycle.counters
     assert (counters.records, counters.commits, counters.aborts) == (3, 1, 0)
 
@@ -173,6 +174,56 @@ def test_an_idle_cycle_commits_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     rig.path.ends = {A: 10, B: 20}
     rig.loop()
     assert rig.commits == [] and rig.committer.aborts == 0
+
+
+def test_a_caught_up_boundary_commits_once_the_backlog_is_copied_not_at_every_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rig = _rig(monkeypatch)
+    rig.path.chunk = 2
+    rig.path.ends[A] = 16
+    rig.script(lambda: None, lambda: None, lambda: None)
+    rig.loop()
+    assert rig.offsets() == [{TA: 12}, {TA: 16}], "the first commit at once, the next when caught up"
+
+
+def test_a_transaction_that_reached_transaction_max_bytes_commits_before_its_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rig = _rig(monkeypatch, transaction_boundary="interval", transaction_max_bytes="1024")
+    rig.script(
+        lambda: None,  # A 10..12: the first commit is due at once
+        lambda: rig.path.ends.update({A: 24}),  # 11 records of 100 bytes: over the bound
+        lambda: rig.path.ends.update({A: 25}),  # one more: waits for the interval, or the stop
+    )
+    rig.loop()
+    assert rig.offsets() == [{TA: 13}, {TA: 24}, {TA: 25}]
+
+
+def test_an_aborted_cycles_bytes_do_not_count_toward_the_next_ones_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = _rig(monkeypatch, transaction_boundary="interval", transaction_max_bytes="1024")
+    rig.script(
+        lambda: None,  # A 10..12: the first commit is due at once
+        lambda: rig.path.ends.update({A: 21}),  # 800 bytes: under the bound
+        AbortCycle("a produce was not acknowledged"),
+        lambda: None,  # the same 800 bytes copied again
+        lambda: rig.path.ends.update({A: 22}),  # 900 bytes: still under it; committed at the stop
+    )
+    rig.loop()
+    assert rig.offsets() == [{TA: 13}, {TA: 22}]
+
+
+def test_the_group_is_served_only_between_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = _rig(monkeypatch, transaction_boundary="interval")
+
+    def revoke_mid_cycle() -> None:
+        rig.path.ends[A] = 16
+        rig.member.revoke_next()
+
+    rig.script(lambda: None, revoke_mid_cycle, lambda: None)
+    rig.loop()
+    assert rig.offsets() == [{TA: 13}, {TA: 16}], "the open cycle is committed before the revocation"
+    assert rig.committer.aborts == 0
 
 
 def test_a_start_the_fallback_chose_is_saved_by_a_commit_before_any_data(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -255,6 +306,7 @@ def test_a_commit_the_group_refuses_aborts_the_cycle_and_reads_again_from_the_co
     assert rig.path.rewinds == [({A: 10, B: 20}, {A: 4})], "to the committed offsets, with their epochs"
     assert rig.offsets() == [{TA: 13}], "copied again, then committed"
     assert (rig.cycle.counters.aborts, rig.cycle.counters.commits) == (1, 1)
+    assert rig.path.forgets == 2, "after the abort and after the commit"
     assert rig.stop.waits[0] == pytest.approx(0.1), "a short backoff before reading again"
 
 
@@ -292,6 +344,18 @@ def test_a_commit_ends_a_streak_of_aborts(monkeypatch: pytest.MonkeyPatch) -> No
     )
     rig.loop()
     assert rig.offsets() == [{TA: 13}] and rig.cycle.counters.aborts == 2
+
+
+def test_a_new_assignment_starts_a_new_streak_of_aborts(monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = _rig(monkeypatch, transaction_timeout_ms="1000")
+    rig.path.ends[A] = 10  # nothing to copy: no commit ends the streak
+    rig.script(
+        AbortCycle("a session lost while the abort waited on a dead coordinator"),
+        lambda: rig.member.assign_next([TA, TB]),  # served before the next copy
+        _raise_after(lambda: rig.clock.advance(3.0), AbortCycle("under the new assignment")),
+    )
+    rig.loop()
+    assert rig.cycle.counters.aborts == 2 and rig.cycle.counters.commits == 0
 
 
 def test_a_stop_commits_the_open_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -356,6 +420,18 @@ def test_with_offset_gap_policy_skip_the_cycle_rewinds_past_the_gap_and_the_next
     gap = SkippedRange(A, "id-1", 10, 50)
     assert [(r.where, r.key) for r in call.audit] == [(GAPS, gap.audit_key())]
     assert not rig.own.state.to_save, "recorded once"
+
+
+def test_a_gap_found_after_a_commit_is_recorded_at_once_not_at_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = _rig(monkeypatch, transaction_boundary="interval", offset_gap_policy="skip")
+    rig.resolver.marks[A] = (50, 60)
+    rig.script(
+        lambda: None,  # A 10..12 committed at once; the next commit is an interval away
+        _raise_after(lambda: rig.path.ends.update({A: 50}), SourceOffsetOutOfRange("orders", 0, 13, "gone")),
+    )
+    rig.loop()
+    assert rig.offsets() == [{TA: 13}, {TA: 50}]
+    assert [r.key for r in rig.commits[1].audit] == [SkippedRange(A, "id-1", 13, 50).audit_key()]
 
 
 def test_a_recreated_topic_read_on_by_name_fails_the_commit_without_a_policy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -455,6 +531,21 @@ def test_a_due_commit_waits_for_the_cut_and_says_it_is_at_one(monkeypatch: pytes
     assert commits_short_of_the_cut == [0]
     assert rig.offsets() == [{TA: 13, TB: 25}]
     assert all(map(stored_at_cut, rig.commits[0].metadata_by_target().values()))
+
+
+def test_while_a_backlog_is_copied_a_caught_up_commit_waits_for_the_last_cut_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cuts = FakeCuts()
+    cuts.next_limits = [{A: 13, B: 20}, {A: 16, B: 20}]
+    monkeypatch.setattr(FakeCuts, "due", lambda self, spacing_s: True)
+    rig = _rig(monkeypatch, cuts=cuts, source_transactions_whole="true")
+    rig.path.ends[A] = 16
+    rig.path.chunk = 2  # A's backlog takes several copies
+    rig.path.transactional = True
+    rig.script(*[lambda: None] * 5)
+    rig.loop()
+    assert rig.offsets() == [{TA: 16}], "not at the first cut: a later one was already taken"
 
 
 def test_a_cut_not_reached_in_a_third_of_the_transaction_timeout_is_committed_before_and_counted(
