@@ -18,7 +18,15 @@ BUCKETS: list[tuple[str, re.Pattern[str]]] = [
     ("start-up (imports)", re.compile(r"<module>|_find_and_load")),
     ("socket send (sendmsg)", re.compile(r"^_sock_send\w*\b")),
     ("socket receive (recv_into)", re.compile(r"^_sock_recv\b")),
-    ("frame allocation", re.compile(r"\((kafka/protocol/frame\.py|.*raw/(?:\w+/)?frames\.py)|^_feed\b")),
+    # The frame pool was raw/frames.py, then raw/wire/frames.py; now it is in raw/wire/receive.py, whose
+    # other functions are not allocation: matched there by class and function name.
+    (
+        "frame allocation",
+        re.compile(
+            r"\((kafka/protocol/frame\.py|.*raw/(?:\w+/)?frames\.py)|^_feed\b"
+            r"|^(?:(?:FramePool|PooledFrame)\.\w+|capacity|_unexported) \(.*raw/(?:\w+/)?receive\.py"
+        ),
+    ),
     # py-spy cannot always tell a thread parked in epoll from a busy one: kept apart from the work.
     ("in select (waiting, mostly)", re.compile(r"^EpollSelector\.select\b")),
     ("thread wake-ups", re.compile(r"\(.*threading\.py|\.wakeup \(|^(nudge|_wake)\b")),

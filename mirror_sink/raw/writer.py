@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.raw.produce.producer import ProducePipeline
 from mirror_sink.raw.txn.committer import RawCommitter
-from mirror_sink.raw.txn.state import RawTransaction
-from mirror_sink.raw.txn.transactions import TransactionClient
+from mirror_sink.raw.txn.transactions import RawTransaction, TransactionClient
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
 from mirror_sink.raw.wire.wire import WireClient
 
@@ -71,7 +70,7 @@ class RawWriter:
 
     @property
     def transaction(self) -> RawTransaction:
-        """The producer's and its open transaction's state (``txn.state``)."""
+        """The producer's and its open transaction's state (``txn.transactions.RawTransaction``)."""
         return self.transactions.transaction
 
     def close(self) -> None:

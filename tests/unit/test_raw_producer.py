@@ -20,8 +20,7 @@ from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
 from mirror_sink.core.formats.group_metadata import GroupMetadata, parse_group_metadata
 from mirror_sink.raw.produce.producer import ProducePipeline
 from mirror_sink.raw.txn.committer import RawCommitter
-from mirror_sink.raw.txn.state import TransactionState
-from mirror_sink.raw.txn.transactions import TransactionClient
+from mirror_sink.raw.txn.transactions import TransactionClient, TransactionState
 from mirror_sink.raw.wire.batches import parse_header
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
 from mirror_sink.raw.wire.produce_request import ChunkedProduce

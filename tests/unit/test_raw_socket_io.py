@@ -18,9 +18,10 @@ from kafka.protocol.parser import KafkaProtocol
 from kafka.protocol.producer import ProduceRequest
 
 import mirror_sink.raw.wire.wire  # noqa: F401  (installs the socket I/O below)
-from mirror_sink.raw.wire import receive, send
-from mirror_sink.raw.wire.frames import MIN_POOLED_BYTES, PooledFrame
+from mirror_sink.raw.wire import produce_request as send
+from mirror_sink.raw.wire import receive
 from mirror_sink.raw.wire.produce_request import ChunkedProduce, Chunks
+from mirror_sink.raw.wire.receive import MIN_POOLED_BYTES, PooledFrame
 from tests.unit.fetch_responses import encoded_fetch_response
 
 

@@ -35,7 +35,7 @@ from mirror_sink.core.base.error_codes import FATAL_WRITE, FENCED, RETRIABLE, Ka
 from mirror_sink.core.base.errors import AbortCycle, RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.base.partitions import TargetPartition
 from mirror_sink.raw.txn.transactions import TransactionClient
-from mirror_sink.raw.wire import send as chunked_send
+from mirror_sink.raw.wire import produce_request
 from mirror_sink.raw.wire.batches import rewrite_in_place
 from mirror_sink.raw.wire.memory_budget import MemoryBudget
 from mirror_sink.raw.wire.produce_request import ChunkedProduce
@@ -122,8 +122,8 @@ class ProducePipeline:
         # Produce v12 tells a version 2 broker to add the partition to the transaction itself; v8-v11
         # work on every broker since Kafka 3.0, and a version 1 transaction may not use v12.
         self._produce_version = 12 if transactions.version == 2 else wire.negotiate(ProduceRequest, 8, 11)
-        #: Requests are sent from the batches' own memory when the connections can (mirror_sink.raw.wire.send).
-        self._chunked = chunked_send.installed()
+        #: Requests are sent from the batches' own memory when the connections can (``produce_request.install``).
+        self._chunked = produce_request.installed()
 
     def new_epoch(self) -> None:
         """Stamp batches with the transaction's new producer id and epoch: sequences restart at 0."""

@@ -27,15 +27,15 @@ from mirror_sink.core.base.error_codes import RETRIABLE, KafkaErrorCode
 from mirror_sink.core.base.errors import RecoverableTaskFailure, TaskFailure
 from mirror_sink.core.clients.authorization import AuthorizationFailure, denial
 from mirror_sink.core.runtime.retry import TryAgain, retry_or_give_up
-from mirror_sink.raw.wire import receive, send
+from mirror_sink.raw.wire import produce_request, receive
 from mirror_sink.raw.wire.capabilities import RawUnsupported, client_options
 
 log = logging.getLogger(__name__)
 
 # Every raw-mode connection reads responses into their frames and writes Produce batches from
-# that memory (see mirror_sink.raw.wire.receive and mirror_sink.raw.wire.send).
+# that memory (see mirror_sink.raw.wire.receive and mirror_sink.raw.wire.produce_request).
 receive.install()
-send.install()
+produce_request.install()
 
 
 def _pin_response_classes() -> None:
