@@ -22,7 +22,7 @@ from mirror_sink.raw.wire import produce_request as send
 from mirror_sink.raw.wire import receive
 from mirror_sink.raw.wire.produce_request import ChunkedProduce, Chunks
 from mirror_sink.raw.wire.receive import MIN_POOLED_BYTES, PooledFrame
-from tests.unit.fetch_responses import encoded_fetch_response
+from tests.unit.raw.wire.fetch_responses import encoded_fetch_response
 
 
 def test_raw_mode_s_connections_read_in_place_and_send_vectored() -> None:

@@ -178,7 +178,7 @@ def test_an_out_of_range_partition_waits_for_the_task_and_the_others_go_on() -> 
 # -- incremental fetch sessions (KIP-227) ------------------------------------------------------
 def _data(partition: int, base_offset: int, count: int = 2, lso: int = -1, epoch: int = 0) -> SimpleNamespace:
     """A partition's answer carrying ``count`` records from ``base_offset`` (leader epoch ``epoch``)."""
-    from tests.unit.test_raw_batches import build
+    from tests.unit.raw.wire.test_batches import build
 
     batch = build([(b"k", b"v", [], 1)] * count, 0, base_offset=base_offset)
     struct.pack_into(">i", batch, 12, epoch)  # partitionLeaderEpoch (not covered by the CRC)

@@ -296,7 +296,7 @@ def test_client_settings_the_raw_client_cannot_honour_are_named() -> None:
 
 class _Wire:
     """Stands in for the network client: the fetcher only asks it which versions it may use (the
-    lowest: these tests read responses by topic name; test_raw_fetcher covers asking by topic id)."""
+    lowest: these tests read responses by topic name; raw/fetch/test_fetcher.py covers asking by topic id)."""
 
     def negotiate(self, request_class: object, lowest: int, highest: int) -> int:
         return lowest

@@ -9,7 +9,7 @@ from kafka.protocol.consumer import FetchResponse
 
 import mirror_sink.raw.wire.wire  # noqa: F401  (installs the in-place decoding of records)
 from mirror_sink.raw.wire.receive import FramePool, capacity
-from tests.unit.fetch_responses import encoded_fetch_response
+from tests.unit.raw.wire.fetch_responses import encoded_fetch_response
 
 pytestmark = pytest.mark.unit
 
