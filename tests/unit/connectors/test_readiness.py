@@ -2,7 +2,7 @@
 board now (none while a job does not run), the settings that count, and the drift it measured.
 
 The board's jobs are the fakes of ``tests/unit/connectors/fakes.py``; the score itself is
-``failover.readiness.assess``'s (tests/unit/test_readiness.py).
+``failover.readiness.assess``'s (tests/unit/failover/rehearsal/test_readiness.py).
 """
 
 from __future__ import annotations

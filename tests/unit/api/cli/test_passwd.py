@@ -1,6 +1,6 @@
 """``api.cli.passwd``: ``mirror-sink passwd FILE USER``: the password read from a pipe (one line, its line
 ending only taken off) or asked twice at a terminal, and every refusal exit 2 with its reason logged.
-(The file written is ``api.rest_credentials``'s, tested in ``tests/unit/test_rest_security.py``.)"""
+(The file written is ``api.rest_credentials``'s, tested in ``tests/unit/api/test_rest_credentials.py``.)"""
 
 from __future__ import annotations
 
