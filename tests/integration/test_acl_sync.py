@@ -19,12 +19,13 @@ from confluent_kafka.admin import (
 )
 
 from devkafka.cluster import LocalKafkaCluster
-from devkafka.data import Rec, create_topic, produce
+from devkafka.data import Rec, produce
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.pair import DevClusters
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import shadow_caught_up
+from tests.integration.harness.topics import TopicFactory
 from tests.integration.harness.waiting import wait_until
 from tests.integration.secured import acls_for, create_bindings, grant, revoke, secured_config
 
@@ -54,20 +55,21 @@ def _topic_acls(cluster: LocalKafkaCluster, topic: str) -> set[Entry]:
     return {(b.principal, b.operation, b.permission_type) for b in bindings}
 
 
-def _start_topic(pair: DevClusters, topic: str) -> None:
-    create_topic(pair.source.client_config, topic, 2)
+def _start_topic(new_topic: TopicFactory, pair: DevClusters, base: str) -> str:
+    topic = new_topic(base, 2, on=pair.source)
     produce(pair.source.client_config, topic, [Rec(b"k", b"v%d" % i, partition=i % 2) for i in range(100)])
+    return topic
 
 
 def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str]
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], new_topic: TopicFactory
 ) -> None:
-    topic, other, name = unique("acl-sync"), unique("acl-sync-other"), unique("acl-sync")
+    name = unique("acl-sync")
     alice, bob, carol, dave, erin, frank = (
         f"User:{unique(n)}" for n in ("alice", "bob", "carol", "dave", "erin", "frank")
     )
-    _start_topic(secured_pair, topic)
-    create_topic(secured_pair.source.client_config, other, 1)
+    topic = _start_topic(new_topic, secured_pair, "acl-sync")
+    other = new_topic("acl-sync-other", 1, on=secured_pair.source)
     create_bindings(
         secured_pair.source,
         [
@@ -122,10 +124,15 @@ def test_mirrored_topic_acls_reach_the_target_as_mm2_copies_them(
 
 @pytest.mark.parametrize(("how", "principal"), [("sasl", "User:mirror"), ("mtls", "User:CN=mirror,")])
 def test_without_describe_on_the_source_cluster_it_mirrors_and_warns_once(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], how: str, principal: str
+    secured_pair: DevClusters,
+    mirror: MirrorFactory,
+    unique: Callable[[str], str],
+    new_topic: TopicFactory,
+    how: str,
+    principal: str,
 ) -> None:
-    topic, name = unique("acl-sync-denied"), unique("acl-sync-denied")
-    _start_topic(secured_pair, topic)
+    name = unique("acl-sync-denied")
+    topic = _start_topic(new_topic, secured_pair, "acl-sync-denied")
     config = secured_config(
         name, secured_pair, topic, how, sync__topic__acls__enabled="true", sync__topic__acls__interval__seconds="1"
     )
@@ -163,10 +170,13 @@ def test_without_describe_on_the_source_cluster_it_mirrors_and_warns_once(
 
 
 def test_clusters_without_an_authorizer_turn_it_off_with_one_info_line(
-    source: KafkaEndpoint, target: KafkaEndpoint, mirror: MirrorFactory, unique: Callable[[str], str]
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    mirror: MirrorFactory,
+    unique: Callable[[str], str],
+    new_topic: TopicFactory,
 ) -> None:
-    topic, name = unique("acl-sync-plain"), unique("acl-sync-plain")
-    create_topic(source.bootstrap_servers, topic, 1)
+    topic, name = new_topic("acl-sync-plain", 1), unique("acl-sync-plain")
     produce(source.bootstrap_servers, topic, [Rec(b"k", b"v%d" % i) for i in range(20)])
     config = mirror_config(
         name, source, target, topic, sync__topic__acls__enabled="true", sync__topic__acls__interval__seconds="1"

@@ -22,14 +22,13 @@ from pathlib import Path
 import pytest
 
 from devkafka.cluster import LocalKafkaCluster
-from devkafka.data import create_topic
 from devkafka.jars import KafkaJars
 from devkafka.link import Link, add_linked_listener
 from devkafka.processes import reap_with_this_process
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.records import TransactionalLoad, committed_data_batches
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide
 
@@ -92,14 +91,15 @@ def linked_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_Lin
             linked.cluster.stop(hard=True)
 
 
-def _side_by_side(source: _Linked, target: _Linked, tag: str, unique: Unique, mirror: MirrorFactory) -> SideBySide:
+def _side_by_side(
+    source: _Linked, target: _Linked, tag: str, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
+) -> SideBySide:
     """A raw and a record mirror, each reaching both clusters only through their links, under
     transactional source loads; started once each has its partitions."""
     mirrors: list[LoadedMirror] = []
     loads: list[TransactionalLoad] = []
     for mode in MODES:
-        name, topic = unique(f"{tag}-{mode}"), unique(f"{tag}-{mode}")
-        create_topic(source.bootstrap_servers, topic, PARTITIONS)
+        name, topic = unique(f"{tag}-{mode}"), new_topic(f"{tag}-{mode}", PARTITIONS, on=source)
         loads.append(
             TransactionalLoad(source.bootstrap_servers, topic, PARTITIONS, 10**9, pause_s=0.1, txn_id=unique(topic))
         )
@@ -113,10 +113,10 @@ def _side_by_side(source: _Linked, target: _Linked, tag: str, unique: Unique, mi
 
 
 def test_exactly_once_after_the_target_and_then_the_source_were_unreachable_past_the_transaction_timeout(
-    linked_pair: tuple[_Linked, _Linked], unique: Unique, mirror: MirrorFactory
+    linked_pair: tuple[_Linked, _Linked], unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     source, target = linked_pair
-    run = _side_by_side(source, target, "netcut", unique, mirror)
+    run = _side_by_side(source, target, "netcut", unique, new_topic, mirror)
     mirrors = run.mirrors
     recoveries: list[str] = []
 
@@ -162,12 +162,12 @@ def _assert_a_new_epoch_after_the_cut(target: _Linked, mirror: LoadedMirror) -> 
 
 
 def test_sigterm_is_honoured_within_seconds_while_the_target_does_not_answer_and_nothing_is_lost(
-    linked_pair: tuple[_Linked, _Linked], unique: Unique, mirror: MirrorFactory
+    linked_pair: tuple[_Linked, _Linked], unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     """A hung target: the cycles cannot flush, commit or abort. SIGTERM must still end each mirror at
     once, leaving its open transaction to the broker; restarted, they go on exactly once."""
     source, target = linked_pair
-    run = _side_by_side(source, target, "hungstop", unique, mirror)
+    run = _side_by_side(source, target, "hungstop", unique, new_topic, mirror)
     mirrors = run.mirrors
     took: dict[str, float] = {}
     try:

@@ -44,14 +44,14 @@ import pytest
 from confluent_kafka import ElectionType, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from devkafka.data import Rec, committed_offsets, create_topic, end_offsets, produce, read_all
+from devkafka.data import Rec, committed_offsets, end_offsets, produce, read_all
 from devkafka.replicated import ReplicatedKafkaCluster, ReplicatedPair
 from mirror_sink.raw.wire.wire import COORDINATOR_TRANSACTION, WireClient
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.processes import MirrorProcess
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 from tests.integration.side_by_side import LoadedMirror, SideBySide
 
@@ -99,7 +99,7 @@ def _lso_below_hw(cluster: ReplicatedKafkaCluster, topics: list[str]) -> list[st
 
 
 def test_every_record_exactly_once_while_target_and_source_brokers_die_and_restart(
-    replicated_pair: ReplicatedPair, unique: Unique, mirror: MirrorFactory
+    replicated_pair: ReplicatedPair, unique: Unique, new_topic: TopicFactory, mirror: MirrorFactory
 ) -> None:
     source, target = replicated_pair.source, replicated_pair.target
     admin = AdminClient(target.client_config)
@@ -107,9 +107,7 @@ def test_every_record_exactly_once_while_target_and_source_brokers_die_and_resta
     loads: list[TransactionalLoad] = []
     for mode in MODES:
         name, prefix = unique(f"replicated-{mode}"), unique(f"replicated-{mode}")
-        topics = {f"{prefix}-{suffix}": parts for suffix, parts, _ in SOURCES}
-        for topic, parts in topics.items():
-            create_topic(source.bootstrap_servers, topic, parts)
+        topics = {new_topic(f"{prefix}-{suffix}", parts, on=source): parts for suffix, parts, _ in SOURCES}
         loads += [
             TransactionalLoad(
                 source.bootstrap_servers, topic, parts, 10**9, compression=codec, pause_s=0.25, txn_id=unique(topic)

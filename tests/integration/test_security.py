@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from devkafka.data import Rec, committed_offsets, create_topic, produce, read_all
+from devkafka.data import Rec, committed_offsets, produce, read_all
 from devkafka.pair import DevClusters
 from devkafka.security import MIRROR_USER
 from mirror_sink.config.mirror_sink_config import MirrorSinkConfig
@@ -36,15 +36,17 @@ from tests.integration.harness.configs import FAST_SETTINGS
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import WorkerProcess, run_drill, run_failover, run_verify
 from tests.integration.harness.records import TransactionalLoad
+from tests.integration.harness.topics import TopicFactory
 from tests.integration.harness.waiting import wait_until
 from tests.integration.secured import acls_for, create_bindings, grant, secured_config
 
 pytestmark = pytest.mark.timeout(600)
 
 
-def _load(pair: DevClusters, topic: str, partitions: int, total: int, txn: str) -> None:
-    create_topic(pair.source.client_config, topic, partitions)
+def _load(new_topic: TopicFactory, pair: DevClusters, base: str, partitions: int, total: int, txn: str) -> str:
+    topic = new_topic(base, partitions, on=pair.source)
     TransactionalLoad(pair.source.client_config, topic, partitions, total, per_txn=50, txn_id=txn).start().join(120)
+    return topic
 
 
 @pytest.mark.parametrize(
@@ -55,12 +57,13 @@ def test_mirrors_exactly_over_tls_with_only_the_listed_acls(
     secured_pair: DevClusters,
     mirror: MirrorFactory,
     unique: Callable[[str], str],
+    new_topic: TopicFactory,
     mode: str,
     how: str,
     expected_mode: str,
 ) -> None:
-    topic, name = unique(f"sec-{mode}-{how}"), unique(f"sec-{mode}-{how}")
-    _load(secured_pair, topic, 3, 600, unique("load"))
+    name = unique(f"sec-{mode}-{how}")
+    topic = _load(new_topic, secured_pair, f"sec-{mode}-{how}", 3, 600, unique("load"))
     config = secured_config(name, secured_pair, topic, how, mirror__mode=mode)
     grant(secured_pair, acls_for(config, [topic]))
     process = mirror(config).start()
@@ -80,12 +83,16 @@ def test_mirrors_exactly_over_tls_with_only_the_listed_acls(
 
 
 def test_verify_and_drill_run_with_only_the_listed_acls(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], tmp_path: Path
+    secured_pair: DevClusters,
+    mirror: MirrorFactory,
+    unique: Callable[[str], str],
+    new_topic: TopicFactory,
+    tmp_path: Path,
 ) -> None:
     """``mirror-sink acls`` lists what verify and drill need besides mirroring: with exactly those,
     both run as the mirror's principal, and the drill deletes its groups."""
-    topic, name, group = unique("sec-drill"), unique("sec-drill"), unique("sec-drill-app")
-    _load(secured_pair, topic, 2, 300, unique("load"))
+    name, group = unique("sec-drill"), unique("sec-drill-app")
+    topic = _load(new_topic, secured_pair, "sec-drill", 2, 300, unique("load"))
     commit_group_offsets(secured_pair.source.client_config, group, {(topic, 0): 10, (topic, 1): 20})
     config = secured_config(name, secured_pair, topic, "sasl", mirror__mode="record")
     parsed = MirrorSinkConfig.parse(config)
@@ -128,11 +135,16 @@ _REQUIRED = [
     ids=[f"{a.cluster}-{a.operation}-{a.resource_type}-{a.resource_name}" for a in _REQUIRED],
 )
 def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], missing: int, mode: str
+    secured_pair: DevClusters,
+    mirror: MirrorFactory,
+    unique: Callable[[str], str],
+    new_topic: TopicFactory,
+    missing: int,
+    mode: str,
 ) -> None:
     # A fresh alias makes every target-side name (topic, offset-syncs topic) new, so CREATE matters.
-    topic, name, alias = unique("acl"), unique("acl"), unique("src")
-    create_topic(secured_pair.source.client_config, topic, 2)
+    name, alias = unique("acl"), unique("src")
+    topic = new_topic("acl", 2, on=secured_pair.source)
     produce(secured_pair.source.client_config, topic, [Rec(b"k", b"v%d" % i, partition=i % 2) for i in range(200)])
     # Topic ACL sync off: it would copy the mirror's own source ACLs to the target topic and so
     # re-grant READ and DESCRIBE_CONFIGS there (tests/integration/test_acl_sync.py covers it).
@@ -201,10 +213,9 @@ def _bad(pair: DevClusters, case: str) -> tuple[str, dict[str, str], str]:
     "case", ["wrong-password", "unknown-user", "untrusted-certificate", "expired-certificate", "wrong-host-name"]
 )
 def test_bad_credentials_and_certificates_fail_at_once_with_a_one_line_reason(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], case: str
+    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], new_topic: TopicFactory, case: str
 ) -> None:
-    topic, name = unique("bad"), unique("bad")
-    create_topic(secured_pair.source.client_config, topic, 1)
+    topic, name = new_topic("bad", 1, on=secured_pair.source), unique("bad")
     produce(secured_pair.source.client_config, topic, [Rec(b"k", b"v%d" % i) for i in range(50)])
     config = secured_config(name, secured_pair, topic)
     grant(secured_pair, acls_for(config, [topic]))
@@ -223,7 +234,11 @@ def test_bad_credentials_and_certificates_fail_at_once_with_a_one_line_reason(
 
 
 def test_auto_falls_back_to_record_mode_only_for_what_raw_mode_cannot_take_and_says_why(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], tmp_path: Path
+    secured_pair: DevClusters,
+    mirror: MirrorFactory,
+    unique: Callable[[str], str],
+    new_topic: TopicFactory,
+    tmp_path: Path,
 ) -> None:
     # mTLS from a PKCS#12 keystore: librdkafka reads it, raw mode's client (Python's ssl) does not.
     source, target = secured_pair.source, secured_pair.target
@@ -242,8 +257,8 @@ def test_auto_falls_back_to_record_mode_only_for_what_raw_mode_cannot_take_and_s
             serialization.BestAvailableEncryption(b"keystore-pass"),
         )
     )
-    topic, name = unique("p12"), unique("p12")
-    _load(secured_pair, topic, 2, 300, unique("load"))
+    name = unique("p12")
+    topic = _load(new_topic, secured_pair, "p12", 2, 300, unique("load"))
     config = {
         **secured_config(name, secured_pair, topic),
         "target.cluster.bootstrap.servers": target.listener("MTLS"),
@@ -323,15 +338,19 @@ def test_get_root_reads_a_secured_targets_cluster_id_with_the_connectors_setting
 
 
 def test_a_fenced_planned_failover_denies_every_writer_of_the_source_until_lifted(
-    secured_pair: DevClusters, mirror: MirrorFactory, unique: Callable[[str], str], tmp_path: Path
+    secured_pair: DevClusters,
+    mirror: MirrorFactory,
+    unique: Callable[[str], str],
+    new_topic: TopicFactory,
+    tmp_path: Path,
 ) -> None:
     """``failover --fence-source`` on a source with an authorizer: an application's idempotent producer,
     allowed to write, is stopped by a DENY WRITE for every principal; no record lands after the cut;
     ``--lift-source-fence`` (what the failback does) gives the topic back to it."""
-    topic, name, group = unique("fence"), unique("fence"), unique("fence-app")
+    name, group = unique("fence"), unique("fence-app")
     src = secured_pair.source
     assert src.security is not None
-    create_topic(src.client_config, topic, 1)
+    topic = new_topic("fence", 1, on=src)
     produce(src.client_config, topic, [Rec(b"k", b"v%d" % i) for i in range(50)])
     commit_group_offsets(src.client_config, group, {(topic, 0): 5})
     config = secured_config(name, secured_pair, topic, "sasl", mirror__mode="raw")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from devkafka.data import ProduceSpec, Rec, committed_offsets, create_topic, end_offsets, produce
+from devkafka.data import ProduceSpec, Rec, committed_offsets, end_offsets, produce
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.spark_standalone import ROOT, SparkStandalone, SparkSubmit
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target
 from tests.integration.harness.records import payload
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 #: Two Spark applications in one test, each a few minutes on a loaded machine (see FIRST_RANGES_S).
@@ -43,15 +43,17 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSta
     cluster.stop()
 
 
-def _seeded(source: KafkaEndpoint, topic: str) -> None:
-    """RECORDS numbered records over 3 partitions, in large lz4 batches (raw mode forwards them whole)."""
-    create_topic(source.bootstrap_servers, topic, 3)
+def _seeded(new_topic: TopicFactory, source: KafkaEndpoint, base: str) -> str:
+    """A topic named from ``base`` with RECORDS numbered records over 3 partitions, in large lz4 batches
+    (raw mode forwards them whole); its name."""
+    topic = new_topic(base, 3)
     now = int(time.time() * 1000) - RECORDS
     records = (
         Rec(f"k{i % 97}".encode(), payload(topic, i % 3, i), (("seq", str(i).encode()),), now + i, i % 3)
         for i in range(RECORDS)
     )
     produce(source.bootstrap_servers, topic, records, ProduceSpec(compression="lz4", linger_ms=50))
+    return topic
 
 
 def _mirrored(target: KafkaEndpoint, topic: str) -> int:
@@ -71,15 +73,20 @@ def _progress(source: KafkaEndpoint, topic: str, target: KafkaEndpoint, name: st
 
 
 def test_an_executor_and_then_the_driver_killed_mid_copy_lose_and_double_nothing_in_raw_mode(
-    spark_cluster: SparkStandalone, source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    spark_cluster: SparkStandalone,
+    source: KafkaEndpoint,
+    target: KafkaEndpoint,
+    unique: Unique,
+    new_topic: TopicFactory,
+    tmp_path: Path,
 ) -> None:
     # One copy through both losses, in turn: an executor (Spark reschedules its ranges), then the
     # driver (the next run resumes from the checkpoint and fences what the killed one's executors
     # left open). Two applications, not one per fault: each costs a minute or more of the two cores
     # before its first range. A run whose checkpoint was deleted (the shadow group alone says where to
     # start) is test_spark_runtime's, on local Spark, at a third of the cost.
-    name, topic = unique("spark-kill"), unique("spark-kill")
-    _seeded(source, topic)
+    name = unique("spark-kill")
+    topic = _seeded(new_topic, source, "spark-kill")
     config = mirror_config(name, source, target, topic, runtime="spark")
     run = SparkSubmit(spark_cluster, config, tmp_path, "--max-records-per-trigger", PER_TRIGGER).start()
 

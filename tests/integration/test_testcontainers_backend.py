@@ -24,14 +24,14 @@ import pytest
 
 from devkafka.backends import open_clusters
 from devkafka.containers import build_image, container_engine, default_image, kafka_image
-from devkafka.data import create_topic, read_all
+from devkafka.data import read_all
 from devkafka.endpoints import KafkaEndpoint
 from devkafka.podman import podman
 from tests.integration.conftest import MirrorFactory
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, committed_on_target, shadow_caught_up
 from tests.integration.harness.records import TransactionalLoad
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 PARTITIONS = 3
@@ -76,13 +76,16 @@ def test_the_pair_runs_in_containers_of_the_image(container_pair: tuple[KafkaEnd
 
 @pytest.mark.parametrize("mode", ["raw", "record"])
 def test_exactly_once_through_a_mirror_kill_on_the_containers(
-    container_pair: tuple[KafkaEndpoint, KafkaEndpoint], unique: Unique, mirror: MirrorFactory, mode: str
+    container_pair: tuple[KafkaEndpoint, KafkaEndpoint],
+    unique: Unique,
+    new_topic: TopicFactory,
+    mirror: MirrorFactory,
+    mode: str,
 ) -> None:
     """A transactional load with aborts, mirrored through a SIGKILL and a restart: exactly once."""
     source, target = container_pair
-    name, topic = unique(f"tc-{mode}"), unique(f"tc-{mode}")
+    name, topic = unique(f"tc-{mode}"), new_topic(f"tc-{mode}", PARTITIONS, on=source)
     target_topic, group = f"source.{topic}", f"connect-{name}"
-    create_topic(source.bootstrap_servers, topic, PARTITIONS)
     load = TransactionalLoad(
         source.bootstrap_servers, topic, PARTITIONS, COMMITTED, abort_every=5, pause_s=0.1, txn_id=unique("tx")
     )

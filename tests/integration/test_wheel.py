@@ -10,12 +10,12 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from devkafka.data import ProduceSpec, Rec, create_topic, produce_transactions
+from devkafka.data import ProduceSpec, Rec, produce_transactions
 from devkafka.endpoints import KafkaEndpoint
 from tests.integration.harness.configs import mirror_config
 from tests.integration.harness.exactness import assert_exact_mirror, shadow_caught_up
 from tests.integration.harness.processes import MirrorProcess
-from tests.integration.harness.topics import Unique
+from tests.integration.harness.topics import TopicFactory, Unique
 from tests.integration.harness.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,10 +65,10 @@ def _unpacked_wheel(tmp_path: Path) -> Path:
 
 
 def test_a_wheel_mirrors_without_the_checkout_or_devkafka(
-    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, tmp_path: Path
+    source: KafkaEndpoint, target: KafkaEndpoint, unique: Unique, new_topic: TopicFactory, tmp_path: Path
 ) -> None:
     unpacked = _unpacked_wheel(tmp_path)
-    name, topic = unique("wheel"), unique("wheel-orders")
+    name, topic = unique("wheel"), new_topic("wheel-orders", 2)
     mirror = WheelMirror(mirror_config(name, source, target, topic), tmp_path / "run", unpacked)
     imported = subprocess.run(
         [*mirror.python, "-c", "import mirror_sink, api.cli.main, api.server; print(mirror_sink.__file__)"],
@@ -82,7 +82,6 @@ def test_a_wheel_mirrors_without_the_checkout_or_devkafka(
     where = imported.stdout.strip()
     assert Path(where).is_relative_to(unpacked), f"mirror_sink imported from {where}, not from the wheel"
 
-    create_topic(source.bootstrap_servers, topic, 2)
     records = [Rec(f"k{i}".encode(), json.dumps({"i": i}).encode(), partition=i % 2) for i in range(200)]
     produce_transactions(
         source.bootstrap_servers, topic, [(records, True)], ProduceSpec(transactional_id=unique("wheel-tx"))
