@@ -16,7 +16,7 @@ def commit() -> str:
     baked = os.environ.get(COMMIT_ENV, "").strip()
     if baked:
         return baked[:_SHORT]
-    found = _checkout_head(Path(__file__).resolve().parents[2] / ".git")
+    found = _checkout_head(Path(__file__).resolve().parents[3] / ".git")
     return found[:_SHORT] if found else "unknown"
 
 

@@ -53,6 +53,8 @@ def test_commit_is_read_from_the_checkout_without_running_git(monkeypatch: pytes
             ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         )
         assert build_info._checkout_head(repo / ".git") == expected.stdout.strip()
+        # and commit() finds that checkout from the module's own place in the tree
+        assert expected.stdout.strip().startswith(build_info.commit())
     git = tmp_path / ".git"
     (git / "refs" / "heads").mkdir(parents=True)
     (git / "HEAD").write_text("ref: refs/heads/main\n")
