@@ -4,6 +4,7 @@ fail fast with a one-line reason and write nothing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -180,8 +181,9 @@ def test_each_missing_acl_fails_the_task_naming_operation_resource_and_principal
         stored = committed_offsets(target, f"connect-{name}", [(target_topic, 0), (target_topic, 1)])
         # (0 is the start position a task may store before its first transaction; never beyond it.)
         assert all(offset <= 0 for offset in stored.values()), stored
-    # No retry storm: the denial is final, reported once.
-    assert log.count("FAILED") <= 3, log
+    # No retry storm: the denial is final, reported once. FAILED as a state, not inside an error code
+    # such as TOPIC_AUTHORIZATION_FAILED, which the failed task's logged trace repeats.
+    assert len(re.findall(r"\bFAILED\b", log)) <= 3, log
 
 
 def _bad(pair: DevClusters, case: str) -> tuple[str, dict[str, str], str]:
